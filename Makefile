@@ -1,0 +1,37 @@
+# NVFP4 grouped GEMM toolkit. Every target works on whatever device is there (a CPU included).
+PYTHON     ?= python3
+SPEC       ?= task.yml
+SUBMISSION ?= submission.py
+TORCH_SPEC ?= torch==2.13.0
+EVAL        = $(PYTHON) eval.py
+
+.PHONY: deps run test benchmark leaderboard profile diff submit
+
+deps:  ## install what is missing (torch only where none is installed)
+	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
+	@$(PYTHON) -c "import numpy, yaml, pytest, ninja" 2>/dev/null || $(PYTHON) -m pip install -q -r requirements.txt
+
+run: deps  ## the harness on the official tests
+	$(EVAL) test $(SPEC) --submission $(SUBMISSION)
+
+test: deps  ## the test suite
+	$(PYTHON) -m pytest -q tests
+
+benchmark: deps
+	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION)
+
+leaderboard: deps
+	$(EVAL) leaderboard $(SPEC) --submission $(SUBMISSION)
+
+profile: deps
+	$(EVAL) profile $(SPEC) --submission $(SUBMISSION)
+
+diff: deps
+	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
+
+submit:
+	@command -v popcorn-cli >/dev/null 2>&1 || { \
+	  echo "popcorn-cli is not installed. Download it from https://github.com/gpu-mode/popcorn-cli/releases,"; \
+	  echo "put it on your PATH and run 'popcorn-cli register discord' (or github) once, then 'make submit' again."; \
+	  exit 1; }
+	popcorn-cli submit --gpu B200 --leaderboard nvfp4_group_gemm --mode leaderboard $(SUBMISSION)
