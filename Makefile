@@ -5,7 +5,7 @@ SUBMISSION ?= submission.py
 TORCH_SPEC ?= torch==2.13.0
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit
+.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -28,6 +28,12 @@ profile: deps
 
 diff: deps
 	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
+
+check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills or stack frames
+	$(PYTHON) tools/check_cuda.py
+
+peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
+	$(PYTHON) bench/peers.py --out docs
 
 submit:
 	@command -v popcorn-cli >/dev/null 2>&1 || { \

@@ -130,7 +130,7 @@ def decode_fp4(packed: torch.Tensor) -> torch.Tensor:
     codes = packed.view(torch.uint8)
     lut = torch.tensor(FP4_VALUES, dtype=torch.float32, device=codes.device)
     pairs = torch.stack((lut[(codes & 0xF).long()], lut[(codes >> 4).long()]), dim=-1)
-    return pairs.reshape(codes.shape[0], -1)
+    return pairs.reshape(codes.shape[0], 2 * codes.shape[1])
 
 
 def dequantize(packed: torch.Tensor, sf: torch.Tensor) -> torch.Tensor:

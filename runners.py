@@ -130,18 +130,26 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     synchronize()
     if message := first_mismatch(outputs):
         return message
+    return time_calls(kernel, data_list, max_repeats, max_time_ns, first_mismatch if recheck else None)
 
+
+def time_calls(fn, data_list, max_repeats: int, max_time_ns: float, check=None) -> Stats | str:
+    """The harness's timing: per repeat, flush L2 and time fn on every input set back to back.
+
+    The repeat's time is the batch time over the number of sets; repeats stop by the
+    leaderboard's rule. `check(outputs)` may return a failure message, which ends the timing.
+    """
     durations = []
-    bm_start = time.perf_counter_ns()
+    start = time.perf_counter_ns()
     for _ in range(max_repeats):
         synchronize()
         clear_l2_cache()
         with BatchTimer() as timer:
-            outputs = [kernel(data) for data in data_list]
-        if recheck and (message := first_mismatch(outputs)):
+            outputs = [fn(data) for data in data_list]
+        if check and (message := check(outputs)):
             return message
-        durations.append(timer.ns / NUM_ITERATIONS_PER_BENCHMARK)
-        if should_stop(durations, time.perf_counter_ns() - bm_start, max_time_ns):
+        durations.append(timer.ns / len(data_list))
+        if should_stop(durations, time.perf_counter_ns() - start, max_time_ns):
             break
     return calculate_stats(durations)
 

@@ -1,9 +1,19 @@
 """NVFP4 block-scaled grouped GEMM: C_i = (A_i * SFA_i) @ (B_i * SFB_i)^T in fp16, for every group i.
 
-One self-contained file (the leaderboard's unit). `custom_kernel` validates its input and
-dispatches on the device: a portable PyTorch path (exact decode, fp32 accumulation) that
-runs anywhere, the CPU included.
+One self-contained file (the leaderboard's unit). `custom_kernel` dispatches on the device:
+- compute capability 9.0 (H100, H200): a fused FP4-dequantize + wgmma kernel (sm_90a);
+- anything else, the CPU included: a portable PyTorch path (exact decode, fp32 accumulation).
+The CUDA kernel is JIT-built with `load_inline`; each problem signature gets a launch plan,
+and from its second call on, a CUDA graph replayed through ctypes.
 """
+import ctypes
+import hashlib
+import os
+import warnings
+import weakref
+from collections import OrderedDict
+from itertools import chain
+
 import torch
 
 from task import input_t, output_t
@@ -73,12 +83,967 @@ def portable_kernel(data: input_t) -> output_t:
     return [c for _, _, c in abc]
 
 
+# ----------------------------------------------------------------------------- CUDA source
+# One translation unit, built once per target architecture (NVFP4_ARCH = 90 or 100), with no
+# torch header in it: the host API is extern "C" and is called through ctypes. It reads
+# top-down: launch parameters and shared index arithmetic, PTX wrappers, the kernel of the
+# target architecture, then the host side (tile schedule, tensor maps, plans and graphs).
+CUDA_SOURCE = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <queue>
+#include <vector>
+
+#ifndef NVFP4_ARCH
+#error "build with -DNVFP4_ARCH=90 or -DNVFP4_ARCH=100"
+#endif
+
+namespace nvfp4 {
+
+// ============================================================================ launch parameters
+// Everything a launch needs travels in its kernel parameters (up to 32764 bytes since CUDA 12.1),
+// so each CUDA graph owns a private copy: no device buffer is shared between graphs.
+constexpr int kMaxGroupsPerLaunch = 64;
+constexpr int kMaxCtas = 256;
+constexpr int kMaxTilesPerLaunch = 3072;
+constexpr int kMaxKernelParamBytes = 32764;
+
+struct GroupArgs {
+  const uint8_t* sfa;   // reordered scales: [ceil(M/128)][K/64][512-byte atom]
+  const uint8_t* sfb;
+  __half* c;            // [M][N] row-major
+  int m, n, k;
+  int m_chunk_rows;     // A rows per tile: 256, or 128 when the problem has too few tiles for the GPU
+  int a_box_rows;       // rows one TMA load of A brings
+};
+
+struct LaunchArgs {
+  CUtensorMap tmap_a[kMaxGroupsPerLaunch];  // packed FP4 A: [M rows][K/2 bytes]
+  CUtensorMap tmap_b[kMaxGroupsPerLaunch];  // packed FP4 B: [N rows][K/2 bytes]
+  GroupArgs groups[kMaxGroupsPerLaunch];
+  uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
+  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+};
+static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
+
+// A tile: one group, one chunk of its M rows (A side), one block of its N rows (B side).
+struct Tile { int group, m_chunk, n_block; };
+__host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_block) {
+  return uint32_t(group) | uint32_t(m_chunk) << 7 | uint32_t(n_block) << 16;
+}
+__host__ __device__ inline Tile unpack_tile(uint32_t w) { return Tile{int(w & 127u), int((w >> 7) & 511u), int(w >> 16)}; }
+
+// Byte of scale (row r, scale column j) inside its 512-byte atom of the reordered layout
+// (PROBLEM.md section 3); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
+__host__ __device__ inline int scale_byte_in_atom(int r, int j) { return (r % 32) * 16 + ((r % 128) / 32) * 4 + (j % 4); }
+__host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block, int k) {
+  return (int64_t(row_block) * (k / 64) + k_block) * 512;
+}
+
+// ============================================================================ PTX wrappers (sm_90+)
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits for the phase of the given parity; traps after about 10 s, so a protocol bug surfaces as an
+// error on the host instead of a hung GPU.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  long long start = 0;
+  while (true) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    if (done) return;
+    if (start == 0) start = clock64();
+    else if (clock64() - start > 20000000000LL) __trap();
+  }
+}
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// 2-D TMA tile load (x in bytes along K, y in rows), completing on an mbarrier.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
+}
+// 1-D bulk copy global -> shared (size and addresses multiples of 16), completing on an mbarrier.
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void st_global_v4_streaming(void* p, uint4 v) {
+  asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// ============================================================================ FP4 / FP8 decoding
+// Two E2M1 codes, nibbles Q and Q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
+// sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
+// (0.5) becomes an fp16 subnormal and every other code a normal with the same significand.
+template <int Q>
+__device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w) {
+  static_assert(Q >= 0 && Q < 4, "nibble pair out of range");
+  uint32_t sign, magnitude;
+  if constexpr (Q == 3) {
+    sign = w;
+    magnitude = w >> 3;
+  } else {
+    sign = w << (12 - 4 * Q);
+    magnitude = w << (9 - 4 * Q);
+  }
+  return (sign & 0x80008000u) | (magnitude & 0x0E000E00u);
+}
+// E4M3 scale byte to fp16 scale * 2^7, exactly (at most 448 * 128 = 57344). Multiplying a decoded
+// code (value * 2^-14) by it gives value * scale * 2^-7: at most 6 significant bits, so exact in
+// fp16, and normal for every product of the official data. The kernel undoes 2^-14 at the end.
+__device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
+  const unsigned short bits = static_cast<unsigned short>(((byte & 0x80u) << 8) | ((byte & 0x7Fu) << 7));  // scale * 2^-8
+  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
+  return __half2half2(scaled);
+}
+__device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
+  __half2 v = __hmul2(*reinterpret_cast<__half2*>(&x), s);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
+
+#if NVFP4_ARCH == 90
+// ============================================================================ sm_90a kernel
+// C^T tiles = B_tile (128 rows of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to
+// 256 rows of M, the wgmma N, any multiple of 8), so a group with M <= 256 reads B once. B is
+// dequantized straight into wgmma A-operand registers; A is dequantized once per K block into a
+// 128B-swizzled fp16 buffer that both consumer warpgroups read as the wgmma B operand.
+//
+// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
+// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
+// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
+namespace sm90 {
+constexpr int kThreads = 384;          // warpgroup 0: TMA producer + A dequantizers; 1-2: consumers
+constexpr int kConsumerThreads = 256;
+constexpr int kTileN = 128;            // B rows per tile
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
+constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kStages = 6;
+constexpr int kHalfBuffers = 3;        // fp16 A ring: the dequantizers may run two K blocks ahead
+constexpr int kStageB = 0;
+constexpr int kStageA = kStageB + kTileN * kBlockK / 2;
+constexpr int kStageSfb = kStageA + kTileM * kBlockK / 2;
+constexpr int kStageSfa = kStageSfb + 512;
+constexpr int kStageBytes = kStageSfa + 2 * 512;
+constexpr int kHalfBufferBytes = kTileM * kBlockK * 2;
+constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
+constexpr int kSmemHalf = 0;
+constexpr int kSmemStages = kSmemHalf + kHalfBuffers * kHalfBufferBytes;
+constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
+constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+constexpr int kNumBarriers = 2 * kStages + 2 * kHalfBuffers;
+constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
+static_assert(kStageBytes % 128 == 0 && kHalfBufferBytes % 1024 == 0, "smem regions must stay aligned");
+
+// The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
+// by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
+__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
+__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void keep_in_registers(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+__device__ __forceinline__ void keep_in_registers(float (&r)[128]) {
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+// K-major operand in 128-byte swizzle atoms: rows 128 bytes apart, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+}
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// wgmma m64nNk16, A (4 x f16x2) from registers, B from shared memory, f32 accumulators.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d);
+@WGMMA_RS_SPECIALIZATIONS@
+
+// The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns).
+__device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8, bool first) {
+  switch (n8) {
+@WGMMA_K_BLOCK_CASES@
+  }
+}
+
+// B rows row and row + 8 of the tile, scale block t: this thread's wgmma A fragments for 4 k16 steps.
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
+  const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
+  const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
+  const __half2 sa = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row, t)]);
+  const __half2 sb = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row + 8, t)]);
+  frag[0][0] = hmul2_bits(fp4x2_to_half2<0>(wa.x), sa);
+  frag[0][1] = hmul2_bits(fp4x2_to_half2<0>(wb.x), sb);
+  frag[0][2] = hmul2_bits(fp4x2_to_half2<1>(wa.x), sa);
+  frag[0][3] = hmul2_bits(fp4x2_to_half2<1>(wb.x), sb);
+  frag[1][0] = hmul2_bits(fp4x2_to_half2<2>(wa.x), sa);
+  frag[1][1] = hmul2_bits(fp4x2_to_half2<2>(wb.x), sb);
+  frag[1][2] = hmul2_bits(fp4x2_to_half2<3>(wa.x), sa);
+  frag[1][3] = hmul2_bits(fp4x2_to_half2<3>(wb.x), sb);
+  frag[2][0] = hmul2_bits(fp4x2_to_half2<0>(wa.y), sa);
+  frag[2][1] = hmul2_bits(fp4x2_to_half2<0>(wb.y), sb);
+  frag[2][2] = hmul2_bits(fp4x2_to_half2<1>(wa.y), sa);
+  frag[2][3] = hmul2_bits(fp4x2_to_half2<1>(wb.y), sb);
+  frag[3][0] = hmul2_bits(fp4x2_to_half2<2>(wa.y), sa);
+  frag[3][1] = hmul2_bits(fp4x2_to_half2<2>(wb.y), sb);
+  frag[3][2] = hmul2_bits(fp4x2_to_half2<3>(wa.y), sa);
+  frag[3][3] = hmul2_bits(fp4x2_to_half2<3>(wb.y), sb);
+}
+
+// One 16-byte chunk of a dequantized A row: positions 2t, 2t+1 hold nibbles Q, Q + 4 of word t.
+template <int Q>
+__device__ __forceinline__ void store_a_chunk(uint8_t* row_dst, int r, int chunk, uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3,
+                                              const __half2 (&s)[4]) {
+  uint4 v;
+  v.x = hmul2_bits(fp4x2_to_half2<Q>(w0), s[0]);
+  v.y = hmul2_bits(fp4x2_to_half2<Q>(w1), s[1]);
+  v.z = hmul2_bits(fp4x2_to_half2<Q>(w2), s[2]);
+  v.w = hmul2_bits(fp4x2_to_half2<Q>(w3), s[3]);
+  *reinterpret_cast<uint4*>(row_dst + ((chunk ^ (r & 7)) << 4)) = v;  // 128B swizzle: chunk ^= row % 8
+}
+// Row r of the tile's A block: 64 FP4 values -> 64 fp16 in the swizzled K-major buffer. Word
+// h of scale block t (K 16t + 8h .. + 7) feeds k16 steps 2h and 2h + 1.
+__device__ __forceinline__ void dequantize_a_row(uint8_t* half_buf, const uint8_t* stage, int r) {
+  const uint4 lo = *reinterpret_cast<const uint4*>(stage + kStageA + r * 32);       // t = 0, 1
+  const uint4 hi = *reinterpret_cast<const uint4*>(stage + kStageA + r * 32 + 16);  // t = 2, 3
+  const uint32_t sf = *reinterpret_cast<const uint32_t*>(stage + kStageSfa + (r / 128) * 512 + scale_byte_in_atom(r, 0));
+  const __half2 s[4] = {scale_to_half2(sf & 0xFF), scale_to_half2((sf >> 8) & 0xFF), scale_to_half2((sf >> 16) & 0xFF),
+                        scale_to_half2(sf >> 24)};
+  uint8_t* row_dst = half_buf + r * 128;
+  store_a_chunk<0>(row_dst, r, 0, lo.x, lo.z, hi.x, hi.z, s);  // step 0
+  store_a_chunk<1>(row_dst, r, 1, lo.x, lo.z, hi.x, hi.z, s);
+  store_a_chunk<2>(row_dst, r, 2, lo.x, lo.z, hi.x, hi.z, s);  // step 1
+  store_a_chunk<3>(row_dst, r, 3, lo.x, lo.z, hi.x, hi.z, s);
+  store_a_chunk<0>(row_dst, r, 4, lo.y, lo.w, hi.y, hi.w, s);  // step 2
+  store_a_chunk<1>(row_dst, r, 5, lo.y, lo.w, hi.y, hi.w, s);
+  store_a_chunk<2>(row_dst, r, 6, lo.y, lo.w, hi.y, hi.w, s);  // step 3
+  store_a_chunk<3>(row_dst, r, 7, lo.y, lo.w, hi.y, hi.w, s);
+}
+
+// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (stage read by everyone), a_full[b]
+// (fp16 A buffer written), a_empty[b] (both consumer warpgroups' wgmma done reading it).
+struct Barriers {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+  __device__ uint32_t a_full(int b) const { return base + 8 * (2 * kStages + b); }
+  __device__ uint32_t a_empty(int b) const { return base + 8 * (2 * kStages + kHalfBuffers + b); }
+};
+constexpr int kDequantThreads = 96;  // warps 1-3 of the producer warpgroup
+constexpr int kStageReaders = kDequantThreads + kConsumerThreads;
+
+// Warps 1-3: each K block's A rows -> the fp16 ring, a block or two ahead of the consumers.
+__device__ __forceinline__ void dequantize(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  const int dt = threadIdx.x - 32;
+  uint32_t iter = 0;
+  for (int i = first; i < last; ++i) {
+    const Tile tile = unpack_tile(args.tiles[i]);
+    const GroupArgs& g = args.groups[tile.group];
+    const int a_rows = (min(g.m_chunk_rows, g.m - tile.m_chunk * g.m_chunk_rows) + 7) / 8 * 8;
+    for (int kb = 0; kb < g.k / kBlockK; ++kb, ++iter) {
+      const int s = iter % kStages, b = iter % kHalfBuffers;
+      const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
+      uint8_t* half_buf = smem + kSmemHalf + b * kHalfBufferBytes;
+      mbar_wait(bars.full(s), (iter / kStages) & 1);
+      mbar_wait(bars.a_empty(b), ((iter / kHalfBuffers) & 1) ^ 1);
+      for (int r = dt; r < a_rows; r += kDequantThreads) dequantize_a_row(half_buf, stage, r);
+      fence_proxy_async_smem();  // generic-proxy writes -> wgmma reads
+      mbar_arrive(bars.a_full(b));
+      mbar_arrive(bars.empty(s));
+    }
+  }
+}
+
+struct Consumer {
+  uint8_t* smem;
+  Barriers bars;
+  int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
+  int t;                    // lane % 4: the scale block of this thread's B fragments
+  bool leader;              // one thread per consumer warpgroup releases fp16 A buffers
+  uint32_t iter = 0;        // K blocks consumed so far (stage and fp16 buffer ring position)
+  int unreleased = -1;      // fp16 buffer whose wgmma may still be running
+
+  // One K block with B fragments in frag[kBuf]: decode B, wait for A, issue the wgmma.
+  template <int kBuf>
+  __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
+    const int s = iter % kStages, b = iter % kHalfBuffers;
+    const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
+    mbar_wait(bars.full(s), (iter / kStages) & 1);
+    load_b_fragments(frag[kBuf], stage, b_row, t);
+    mbar_arrive(bars.empty(s));
+    mbar_wait(bars.a_full(b), (iter / kHalfBuffers) & 1);
+    wgmma_fence();
+    wgmma_k_block(acc, frag[kBuf], smem_desc_sw128(smem_u32(smem + kSmemHalf + b * kHalfBufferBytes)), n8, first);
+    wgmma_commit();
+    wgmma_wait<1>();              // the previous K block's wgmma are done ...
+    release_unreleased();         // ... so its fp16 buffer ...
+    keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
+    keep_in_registers(frag[kBuf ^ 1][1]);
+    keep_in_registers(frag[kBuf ^ 1][2]);
+    keep_in_registers(frag[kBuf ^ 1][3]);
+    unreleased = b;
+    ++iter;
+  }
+  __device__ __forceinline__ void release_unreleased() {
+    if (unreleased >= 0 && leader) mbar_arrive(bars.a_empty(unreleased));
+    unreleased = -1;
+  }
+};
+
+// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 C through a
+// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes.
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, int m0, int m_rows, int n_base, int n8,
+                                           uint8_t* staging, int lane) {
+  const uint32_t staging_u32 = smem_u32(staging);
+  const int matrix = lane / 8, matrix_row = lane % 8;
+#pragma unroll
+  for (int win = 0; win < 4; ++win) {  // 64 rows of C per window
+    if (win * 8 >= n8) break;
+#pragma unroll
+    for (int pair = 0; pair < 4; ++pair) {
+      const int c = win * 8 + pair * 2;  // accumulator chunks c and c + 1: 8 C rows each
+      const int row = (pair * 2 + matrix / 2) * 8 + matrix_row;
+      const int side = (matrix & 1) ^ ((row >> 2) & 1);  // which 16 bytes; swizzled against bank conflicts
+      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, half2_bits(acc[4 * c] * kUnscale, acc[4 * c + 1] * kUnscale),
+                        half2_bits(acc[4 * c + 2] * kUnscale, acc[4 * c + 3] * kUnscale),
+                        half2_bits(acc[4 * c + 4] * kUnscale, acc[4 * c + 5] * kUnscale),
+                        half2_bits(acc[4 * c + 6] * kUnscale, acc[4 * c + 7] * kUnscale));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int seg = lane + 32 * i, row = seg >> 1, side = seg & 1;
+      const uint4 v = *reinterpret_cast<const uint4*>(staging + row * 32 + ((side ^ ((row >> 2) & 1)) << 4));
+      const int m = win * 64 + row, n = n_base + side * 8;
+      if (m < m_rows && n < g.n) st_global_v4_streaming(g.c + int64_t(m0 + m) * g.n + n, v);
+    }
+    __syncwarp();
+  }
+}
+
+__device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  const uint64_t keep = l2_evict_last(), once = l2_evict_first();
+  uint32_t iter = 0;
+  for (int i = first; i < last; ++i) {
+    const Tile tile = unpack_tile(args.tiles[i]);
+    const GroupArgs& g = args.groups[tile.group];
+    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+    const int a_atoms = (min(g.m_chunk_rows, g.m - m0) + 127) / 128;
+    const int k_blocks = g.k / kBlockK;
+    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK / 2 + 512 * (1 + a_atoms);
+    for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
+      const int s = iter % kStages;
+      mbar_wait(bars.empty(s), ((iter / kStages) & 1) ^ 1);
+      const uint32_t full = bars.full(s);
+      const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
+      mbar_arrive_expect_tx(full, bytes);
+      tma_load_2d(stage + kStageB, &args.tmap_b[tile.group], kb * kBlockK / 2, n0, full, once);
+      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK / 2, m0, full, keep);
+      bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
+      for (int a = 0; a < a_atoms; ++a)
+        bulk_load(stage + kStageSfa + a * 512, g.sfa + scale_atom_offset(m0 / 128 + a, kb, g.k), 512, full, keep);
+    }
+  }
+}
+
+__device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
+  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, ct % 128 == 0};
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  uint32_t frag[2][4][4];
+  for (int i = first; i < last; ++i) {
+    const Tile tile = unpack_tile(args.tiles[i]);
+    const GroupArgs& g = args.groups[tile.group];
+    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+    const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = (m_rows + 7) / 8;
+    const int k_blocks = g.k / kBlockK;
+    int kb = 0;
+    for (; kb + 1 < k_blocks; kb += 2) {
+      consumer.k_block<0>(acc, frag, n8, kb == 0);
+      consumer.k_block<1>(acc, frag, n8, false);
+    }
+    if (kb < k_blocks) consumer.k_block<0>(acc, frag, n8, kb == 0);
+    wgmma_wait<0>();
+    keep_in_registers(acc);
+    consumer.release_unreleased();
+    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8, smem + kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  const Barriers bars{smem_u32(smem + kSmemBarriers)};
+  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bars.full(s), 1);
+      mbar_init(bars.empty(s), kStageReaders);
+    }
+    for (int b = 0; b < kHalfBuffers; ++b) {
+      mbar_init(bars.a_full(b), kDequantThreads);
+      mbar_init(bars.a_empty(b), 2);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    setmaxnreg_producer();
+    if (threadIdx.x == 0) produce(args, smem, bars, first, last);
+    else if (threadIdx.x >= 32) dequantize(args, smem, bars, first, last);
+  } else {
+    setmaxnreg_consumer();
+    consume(args, smem, bars, first, last);
+  }
+}
+}  // namespace sm90
+
+struct Arch {
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
+  static constexpr int kBoxBytesK = sm90::kBlockK / 2;  // TMA box width along K, in bytes
+  static constexpr CUtensorMapSwizzle kSwizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  static const void* kernel() { return reinterpret_cast<const void*>(&sm90::grouped_gemm); }
+};
+#endif  // NVFP4_ARCH == 90
+
+// ============================================================================ host side
+namespace host {
+
+struct Status {
+  char* buf;
+  int len;
+  bool fail(const char* what, const char* detail = "") {
+    if (buf && len > 0) snprintf(buf, size_t(len), "%s%s%s", what, detail[0] ? ": " : "", detail);
+    return false;
+  }
+};
+#define NVFP4_CUDA_TRY(status, call)                                            \
+  do {                                                                          \
+    const cudaError_t e_ = (call);                                              \
+    if (e_ != cudaSuccess) return (status).fail(#call, cudaGetErrorString(e_)); \
+  } while (0)
+
+struct GroupShape {
+  const void *a, *b, *sfa, *sfb;
+  void* c;
+  int m, n, k;
+  int chunk_rows = Arch::kTileM;  // A rows per tile
+};
+
+inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
+inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
+inline int a_box_rows(int m, int chunk_rows) { return std::min(chunk_rows, round_up(std::max(m, 1), 8)); }
+// Relative cost of a tile for load balancing: its tensor work plus a fixed share for its B rows.
+inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 32); }
+
+struct ScheduledLaunch {
+  std::vector<int> groups;                  // global index of each of the launch's groups
+  std::vector<std::vector<uint32_t>> ctas;  // packed tiles (launch-local group index) of each CTA
+};
+
+inline int count_tiles(const std::vector<GroupShape>& groups) {
+  int tiles = 0;
+  for (const GroupShape& s : groups)
+    if (s.m > 0 && s.n > 0) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
+  return tiles;
+}
+
+// While the problem has fewer tiles than SMs, halve the A chunk of the group with the most rows
+// (down to 128 rows: scale atoms stay whole), so no SM idles for want of a tile.
+void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
+  for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
+  while (count_tiles(groups) < num_sms) {
+    GroupShape* widest = nullptr;
+    for (GroupShape& s : groups)
+      if (s.n > 0 && s.chunk_rows > 128 && s.m > 128 && (!widest || s.m > widest->m)) widest = &s;
+    if (!widest) return;
+    widest->chunk_rows = 128;
+  }
+}
+
+// Every tile of every group, cut into launches that fit the parameter limits, each spread over
+// at most num_sms CTAs largest-first onto the least loaded CTA (LPT).
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
+  struct Item { int group, m_chunk, n_block; int64_t cost; };
+  std::vector<Item> items;
+  for (int g = 0; g < int(groups.size()); ++g) {
+    const GroupShape& s = groups[g];
+    if (s.m <= 0 || s.n <= 0) continue;
+    for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
+      for (int nb = 0; nb < ceil_div(s.n, Arch::kTileN); ++nb)
+        items.push_back({g, mc, nb, tile_cost(std::min(s.chunk_rows, s.m - mc * s.chunk_rows), s.k)});
+  }
+  std::vector<ScheduledLaunch> launches;
+  for (size_t i = 0; i < items.size();) {
+    ScheduledLaunch launch;
+    std::vector<Item> chunk;
+    for (; i < items.size(); ++i) {
+      const bool new_group = launch.groups.empty() || launch.groups.back() != items[i].group;
+      if (int(chunk.size()) == kMaxTilesPerLaunch || (new_group && int(launch.groups.size()) == kMaxGroupsPerLaunch)) break;
+      if (new_group) launch.groups.push_back(items[i].group);
+      chunk.push_back(items[i]);
+      chunk.back().group = int(launch.groups.size()) - 1;
+    }
+    std::stable_sort(chunk.begin(), chunk.end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
+    const int ctas = std::min({num_sms, kMaxCtas, int(chunk.size())});
+    launch.ctas.resize(size_t(ctas));
+    std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>, std::greater<>> load;
+    for (int c = 0; c < ctas; ++c) load.push({0, c});
+    for (const Item& it : chunk) {
+      const auto [cost, cta] = load.top();
+      load.pop();
+      launch.ctas[size_t(cta)].push_back(pack_tile(it.group, it.m_chunk, it.n_block));
+      load.push({cost + it.cost, cta});
+    }
+    launches.push_back(std::move(launch));
+  }
+  return launches;
+}
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+bool encode_fn(EncodeTiledFn* fn, Status& st) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  NVFP4_CUDA_TRY(st, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || !p) return st.fail("cuTensorMapEncodeTiled is not available from the driver");
+  *fn = reinterpret_cast<EncodeTiledFn>(p);
+  return true;
+}
+
+// Rows of packed FP4 (K/2 bytes each) as a 2-D byte tensor; a box is box_rows x kBoxBytesK bytes.
+bool encode_fp4_rows(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows, Status& st) {
+  const cuuint64_t dims[2] = {cuuint64_t(k / 2), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(k / 2)};
+  const cuuint32_t box[2] = {cuuint32_t(Arch::kBoxBytesK), cuuint32_t(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, Arch::kSwizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "CUresult %d for %d rows, K=%d, box %d rows", int(r), rows, k, box_rows);
+    return st.fail("cuTensorMapEncodeTiled failed", detail);
+  }
+  return true;
+}
+
+struct Plan {
+  std::vector<LaunchArgs> launches;
+  std::vector<int> grids;
+  cudaGraphExec_t graph = nullptr;
+};
+
+bool check_shape(const GroupShape& s, int g, Status& st) {
+  char detail[128];
+  const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
+                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
+  const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
+  if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % 64 || s.n % 8 || !aligned || !fits_tile_fields) {
+    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% 64 == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
+             s.n, s.k);
+    return st.fail("unsupported problem", detail);
+  }
+  return true;
+}
+
+bool build_plan(std::vector<GroupShape> groups, int num_sms, Plan& plan, Status& st) {
+  for (int g = 0; g < int(groups.size()); ++g)
+    if (!check_shape(groups[g], g, st)) return false;
+  choose_chunk_rows(groups, num_sms);
+  EncodeTiledFn encode;
+  if (!encode_fn(&encode, st)) return false;
+  NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+  for (const ScheduledLaunch& sched : schedule(groups, num_sms)) {
+    LaunchArgs& args = plan.launches.emplace_back();
+    std::memset(&args, 0, sizeof args);
+    for (size_t i = 0; i < sched.groups.size(); ++i) {
+      const GroupShape& s = groups[size_t(sched.groups[i])];
+      GroupArgs& ga = args.groups[i];
+      ga.m_chunk_rows = s.chunk_rows;
+      ga.a_box_rows = a_box_rows(s.m, s.chunk_rows);
+      if (!encode_fp4_rows(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, st) ||
+          !encode_fp4_rows(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, st))
+        return false;
+      ga.sfa = static_cast<const uint8_t*>(s.sfa);
+      ga.sfb = static_cast<const uint8_t*>(s.sfb);
+      ga.c = static_cast<__half*>(s.c);
+      ga.m = s.m;
+      ga.n = s.n;
+      ga.k = s.k;
+    }
+    int next = 0;
+    for (size_t c = 0; c < sched.ctas.size(); ++c) {
+      args.cta_first_tile[c] = uint16_t(next);
+      for (uint32_t tile : sched.ctas[c]) args.tiles[next++] = tile;
+    }
+    args.cta_first_tile[sched.ctas.size()] = uint16_t(next);
+    plan.grids.push_back(int(sched.ctas.size()));
+  }
+  return true;
+}
+
+bool launch_plan(Plan& plan, cudaStream_t stream, Status& st) {
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    void* argv[] = {&plan.launches[i]};
+    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
+                                        size_t(Arch::kSmemBytes), stream));
+  }
+  return true;
+}
+
+bool instantiate_plan(Plan& plan, Status& st) {
+  cudaGraph_t graph;
+  NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t prev = nullptr;
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    void* argv[] = {&plan.launches[i]};
+    cudaKernelNodeParams p{};
+    p.func = const_cast<void*>(Arch::kernel());
+    p.gridDim = dim3(unsigned(plan.grids[i]));
+    p.blockDim = dim3(Arch::kThreads);
+    p.sharedMemBytes = unsigned(Arch::kSmemBytes);
+    p.kernelParams = argv;
+    cudaGraphNode_t node;
+    const cudaError_t e = cudaGraphAddKernelNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0, &p);
+    if (e != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      return st.fail("cudaGraphAddKernelNode", cudaGetErrorString(e));
+    }
+    prev = node;
+  }
+  const cudaError_t e = cudaGraphInstantiate(&plan.graph, graph, 0);
+  cudaGraphDestroy(graph);
+  if (e != cudaSuccess) return st.fail("cudaGraphInstantiate", cudaGetErrorString(e));
+  return true;
+}
+}  // namespace host
+}  // namespace nvfp4
+
+// ============================================================================ C API (ctypes)
+extern "C" {
+// packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, void** plan_out, char* err, int err_len) {
+  using namespace nvfp4::host;
+  Status st{err, err_len};
+  std::vector<GroupShape> groups(size_t(std::max(num_groups, 0)));
+  for (int g = 0; g < num_groups; ++g) {
+    const int64_t* p = packed + 8 * g;
+    groups[size_t(g)] = GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
+                                   reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
+                                   reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
+  }
+  Plan* plan = new (std::nothrow) Plan();
+  if (!plan) return st.fail("out of host memory"), 1;
+  if (!build_plan(groups, num_sms, *plan, st)) {
+    delete plan;
+    return 1;
+  }
+  *plan_out = plan;
+  return 0;
+}
+int nvfp4_plan_launch(void* plan, void* stream, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  return nvfp4::host::launch_plan(*static_cast<nvfp4::host::Plan*>(plan), static_cast<cudaStream_t>(stream), st) ? 0 : 1;
+}
+// Builds the plan's CUDA graph; its executable handle is then what nvfp4_graph_launch takes.
+int nvfp4_plan_instantiate(void* plan, void** graph_out, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  if (!p->graph && !nvfp4::host::instantiate_plan(*p, st)) return 1;
+  *graph_out = p->graph;
+  return 0;
+}
+int nvfp4_graph_launch(void* graph, void* stream) {
+  return int(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)));
+}
+const char* nvfp4_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
+void nvfp4_plan_destroy(void* plan) {
+  auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  if (p && p->graph) cudaGraphExecDestroy(p->graph);
+  delete p;
+}
+int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
+}
+"""
+
+
+def _wgmma_rs_specializations() -> str:
+    """wgmma_rs<N> for every N the tile can need (8..256): inline PTX needs literal operand lists."""
+    out = []
+    for n in range(8, 257, 8):
+        regs = n // 2
+        d = ", ".join(f"%{i}" for i in range(regs))
+        a = ", ".join(f"%{regs + i}" for i in range(4))
+        outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+        out.append(
+            f"template <>\n__device__ __forceinline__ void wgmma_rs<{n}>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {{\n"
+            f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"\n'
+            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {{{a}}}, %{regs + 4}, p, 1, 1, 0;\\n}}\\n"\n'
+            f"               : {outs}\n"
+            f'               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));\n}}'
+        )
+    return "\n".join(out)
+
+
+def _wgmma_k_block_cases() -> str:
+    """One switch case per wgmma N: the four k16 steps of a K block (descriptor + 32 bytes each)."""
+    cases = []
+    for n8 in range(1, 33):
+        steps = " ".join(
+            f"wgmma_rs<{8 * n8}>(acc, frag[{j}], desc + {2 * j}, {'first ? 0 : 1' if j == 0 else 1});" for j in range(4)
+        )
+        cases.append(f"    case {n8}: {steps} break;")
+    return "\n".join(cases)
+
+
+def cuda_source() -> str:
+    """The complete CUDA translation unit (built with -DNVFP4_ARCH=90 or 100)."""
+    return CUDA_SOURCE.replace("@WGMMA_RS_SPECIALIZATIONS@", _wgmma_rs_specializations()).replace(
+        "@WGMMA_K_BLOCK_CASES@", _wgmma_k_block_cases()
+    )
+
+
+def nvcc_flags(arch: int) -> list[str]:
+    return ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{arch}a,code=sm_{arch}a"]
+
+
+# ----------------------------------------------------------------------------- CUDA paths
+def _build_library(arch: int) -> ctypes.CDLL:
+    """JIT-build the CUDA source for one architecture (cached by torch across processes)."""
+    import inspect
+
+    from torch.utils.cpp_extension import load_inline
+
+    source = cuda_source()
+    name = f"nvfp4_grouped_gemm_sm{arch}_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
+    options = {}
+    if "no_implicit_headers" in inspect.signature(load_inline).parameters:
+        options["no_implicit_headers"] = True  # no torch header: the build takes seconds, not a minute
+    path = load_inline(
+        name, cpp_sources="", cuda_sources=source, extra_cuda_cflags=nvcc_flags(arch), is_python_module=False, **options
+    )
+    if not isinstance(path, str):
+        from torch.utils.cpp_extension import _get_build_directory
+
+        path = os.path.join(_get_build_directory(name, False), f"{name}.so")
+    lib = ctypes.CDLL(path)
+    c_int, c_void, c_char = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    signatures = {
+        "nvfp4_plan_create": (c_int, [ctypes.POINTER(ctypes.c_int64), c_int, c_int, ctypes.POINTER(c_void), c_char, c_int]),
+        "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
+        "nvfp4_plan_instantiate": (c_int, [c_void, ctypes.POINTER(c_void), c_char, c_int]),
+        "nvfp4_graph_launch": (c_int, [c_void, c_void]),
+        "nvfp4_error_string": (c_char, [c_int]),
+        "nvfp4_plan_destroy": (None, [c_void]),
+    }
+    for fn, (restype, argtypes) in signatures.items():
+        getattr(lib, fn).restype = restype
+        getattr(lib, fn).argtypes = argtypes
+    return lib
+
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+
+    def _current_stream() -> int:
+        return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
+
+else:
+
+    def _current_stream() -> int:
+        return torch.cuda.current_stream().cuda_stream
+
+
+class _Plan:
+    """A launch plan made in C++, its CUDA graph once built, and the tensors it was validated for.
+
+    The plan vouches for the validated tensor objects while every one of them is alive: a call
+    with other tensor objects at the same addresses is validated again before anything runs.
+    """
+
+    __slots__ = ("handle", "graph", "ids", "_refs", "__weakref__")
+
+    def __init__(self, handle: int):
+        self.handle = handle
+        self.graph = None
+        self.ids = None
+        self._refs = ()
+
+    def vouch(self, tensors) -> None:
+        self.ids = tuple(map(id, tensors))
+        self._refs = [weakref.ref(t, self._forget) for t in tensors]
+
+    def _forget(self, _ref) -> None:
+        self.ids = None
+
+    def vouches_for(self, tensors) -> bool:
+        return self.ids is not None and tuple(map(id, tensors)) == self.ids
+
+
+class KernelPath:
+    """A compiled CUDA path for one architecture: a cache of launch plans and the per-call hot path.
+
+    A plan (tile schedule, tensor maps, kernel arguments) is keyed by the call's full signature:
+    every data pointer of every group and every problem size. The first call with a signature
+    validates the input, makes the plan and launches it directly; the second builds the plan's
+    CUDA graph; every later call with the same (validated, still alive) tensors replays that
+    graph. At most `capacity` plans are kept (LRU); an evicted plan's graph is destroyed.
+    """
+
+    def __init__(self, arch: int, device: torch.device, capacity: int = 128):
+        self.arch = arch
+        self.lib = _build_library(arch)
+        self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
+        self.capacity = capacity
+        self._plans = OrderedDict()
+        self._graph_launch = self.lib.nvfp4_graph_launch
+
+    def __call__(self, data: input_t) -> output_t:
+        abc, _, sf_reordered, sizes = data
+        try:
+            tensors = [*chain.from_iterable(abc), *chain.from_iterable(sf_reordered)]
+            key = (*[t.data_ptr() for t in tensors], *sizes)
+            plan = self._plans.get(key)
+        except (TypeError, AttributeError):  # unhashable sizes or non-tensors: let validation say what is wrong
+            validate(data)
+            raise
+        stream = _current_stream()
+        if plan is not None and plan.graph and plan.vouches_for(tensors):
+            self._plans.move_to_end(key)
+            self._replay(plan, stream)
+            return [group[2] for group in abc]
+        return self._uncached_call(key, plan, tensors, data, stream)
+
+    def _replay(self, plan: _Plan, stream: int) -> None:
+        rc = self._graph_launch(plan.graph, stream)
+        if rc:
+            raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
+
+    def _uncached_call(self, key, plan, tensors, data, stream) -> output_t:
+        err = ctypes.create_string_buffer(512)
+        if plan is None or not plan.vouches_for(tensors):
+            validate(data)
+            reason = kernel_unsupported(data)
+            if reason:
+                warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=3)
+                return portable_kernel(data)
+        if plan is None:
+            plan = self._create_plan(data, err)
+            self._plans[key] = plan
+            while len(self._plans) > self.capacity:
+                self.lib.nvfp4_plan_destroy(self._plans.popitem(last=False)[1].handle)
+            if self.lib.nvfp4_plan_launch(plan.handle, stream, err, len(err)):
+                raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
+        else:
+            if not plan.graph:
+                graph = ctypes.c_void_p()
+                if self.lib.nvfp4_plan_instantiate(plan.handle, ctypes.byref(graph), err, len(err)):
+                    raise RuntimeError(f"nvfp4 grouped gemm: graph build failed: {err.value.decode()}")
+                plan.graph = graph.value
+            self._plans.move_to_end(key)
+            self._replay(plan, stream)
+        plan.vouch(tensors)
+        return [group[2] for group in data[0]]
+
+    def _create_plan(self, data, err) -> _Plan:
+        abc, _, sf_reordered, sizes = data
+        packed = []
+        for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sf_reordered, sizes):
+            packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
+        args = (ctypes.c_int64 * len(packed))(*packed)
+        handle = ctypes.c_void_p()
+        if self.lib.nvfp4_plan_create(args, len(sizes), self.num_sms, ctypes.byref(handle), err, len(err)):
+            raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
+        return _Plan(handle.value)
+
+
+def kernel_unsupported(data: input_t) -> str | None:
+    """Why the CUDA kernels cannot take this (valid) input, or None when they can."""
+    abc, _, sf_reordered, sizes = data
+    if abc[0][0].device.index != torch.cuda.current_device():
+        return f"tensors are on {abc[0][0].device}, the current device is cuda:{torch.cuda.current_device()}"
+    for g, ((a, b, c), (sfa, sfb), (m, n, k, _)) in enumerate(zip(abc, sf_reordered, sizes)):
+        if n % 8:
+            return f"group {g}: N={n} is not a multiple of 8"
+        for name, t in (("a", a), ("b", b), ("c", c), ("sfa_reordered", sfa), ("sfb_reordered", sfb)):
+            if t.data_ptr() % 16:
+                return f"group {g}: {name} is not 16-byte aligned"
+        for name, t, strides in (
+            ("a", a, (k // 2, 1)),
+            ("b", b, (k // 2, 1)),
+            ("c", c, (n, 1)),
+            ("sfa_reordered", sfa, (16, 4, (k // 64) * 512, 1, 512)),
+            ("sfb_reordered", sfb, (16, 4, (k // 64) * 512, 1, 512)),
+        ):
+            if any(size > 1 and stride != want for size, stride, want in zip(t.shape, t.stride(), strides)):
+                return f"group {g}: {name} has strides {t.stride()}, the kernels need the packed layout"
+    return None
+
+
 # ----------------------------------------------------------------------------- dispatch
+_KERNEL_ARCH = {(9, 0): 90}
+BUILD_ARCHS = frozenset(_KERNEL_ARCH.values())
+_paths = {}
+
+
 def select_path(device: torch.device):
-    """The implementation for a device: the portable path on every device for now."""
-    return portable_kernel
+    """The implementation for a device: its architecture's CUDA kernel where there is one, else portable.
+
+    NVFP4_PATH=portable forces the portable path; it is read when a device's path is first chosen.
+    """
+    if device not in _paths:
+        arch = _KERNEL_ARCH.get(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
+        if arch is None or os.environ.get("NVFP4_PATH") == "portable":
+            _paths[device] = portable_kernel
+        else:
+            _paths[device] = KernelPath(arch, device)
+    return _paths[device]
 
 
 def custom_kernel(data: input_t) -> output_t:
-    validate(data)
-    return select_path(data[0][0][0].device)(data)
+    path = select_path(data[0][0][0].device)
+    if path is portable_kernel:
+        validate(data)
+    return path(data)

@@ -1,0 +1,179 @@
+"""Our submission against the usual ways to run this problem on the current GPU, timed like the harness.
+
+    python bench/peers.py [--out docs]
+
+Per official benchmark case: (a) dequantize with torch + per-group torch.matmul, (b) dequantize
+with torch + torch._grouped_mm, (c) torch._grouped_mm on operands dequantized beforehand (the
+cuBLAS 16-bit GEMM alone), and submission.custom_kernel; plus two floors from ceilings measured
+in the same run: bytes over device-to-device copy bandwidth, FLOP over an 8192^3 bf16 matmul.
+Writes peers.md and peers.png to --out.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import submission  # noqa: E402
+from floors import case_bytes, case_flop, geomean  # noqa: E402
+from reference import dequantize, generate_input  # noqa: E402
+from runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, time_calls  # noqa: E402
+from spec import read_cases  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def measure_ceilings() -> tuple[float, float]:
+    """(bytes/s of a device-to-device copy, read + write; FLOP/s of an 8192^3 bf16 matmul)."""
+    src = torch.empty(2 * 1024**3, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    x = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    y = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+
+    def rate(fn, amount):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(10):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return amount * 10 / (start.elapsed_time(end) / 1e3)
+
+    bandwidth = rate(lambda: dst.copy_(src), 2 * src.numel())
+    flops = rate(lambda: x @ y, 2 * 8192**3)
+    del src, dst, x, y
+    torch.cuda.empty_cache()
+    return bandwidth, flops
+
+
+def on_gpu_scales(data):
+    """The plain scales moved to the GPU once, outside the timing (a courtesy to the peers)."""
+    abc, sfs, sfr, sizes = data
+    return abc, [(a.cuda(), b.cuda()) for a, b in sfs], sfr, sizes
+
+
+def torch_matmul(data):
+    abc, sfs, _, _ = data
+    for (a, b, c), (sfa, sfb) in zip(abc, sfs):
+        lhs = dequantize(a[:, :, 0], sfa[:, :, 0]).to(torch.bfloat16)
+        rhs = dequantize(b[:, :, 0], sfb[:, :, 0]).to(torch.bfloat16)
+        c[:, :, 0] = torch.matmul(lhs, rhs.T)
+    return [c for _, _, c in abc]
+
+
+def grouped_mm(lhs, rhs, sizes, abc):
+    offs = torch.tensor(list(torch.tensor([m for m, _, _, _ in sizes]).cumsum(0)), dtype=torch.int32, device="cuda")
+    out = torch._grouped_mm(lhs, rhs.transpose(1, 2), offs=offs)
+    for (_, _, c), piece in zip(abc, out.split([m for m, _, _, _ in sizes])):
+        c[:, :, 0] = piece
+    return [c for _, _, c in abc]
+
+
+def torch_grouped_mm(data):
+    abc, sfs, _, sizes = data
+    lhs = torch.cat([dequantize(a[:, :, 0], sfa[:, :, 0]) for (a, _, _), (sfa, _) in zip(abc, sfs)]).to(torch.bfloat16)
+    rhs = torch.stack([dequantize(b[:, :, 0], sfb[:, :, 0]) for (_, b, _), (_, sfb) in zip(abc, sfs)]).to(torch.bfloat16)
+    return grouped_mm(lhs, rhs, sizes, abc)
+
+
+def predequantized(data):
+    """(data, lhs, rhs) with both operands dequantized to bf16 ahead of time."""
+    abc, sfs, _, _ = data
+    lhs = torch.cat([dequantize(a[:, :, 0], sfa[:, :, 0]) for (a, _, _), (sfa, _) in zip(abc, sfs)]).to(torch.bfloat16)
+    rhs = torch.stack([dequantize(b[:, :, 0], sfb[:, :, 0]) for (_, b, _), (_, sfb) in zip(abc, sfs)]).to(torch.bfloat16)
+    return data, lhs, rhs
+
+
+def cublas_only(prepared):
+    data, lhs, rhs = prepared
+    return grouped_mm(lhs, rhs, data[3], data[0])
+
+
+CONTENDERS = [
+    ("ours (submission.py)", submission.custom_kernel, lambda d: d),
+    ("(a) torch dequant + matmul per group", torch_matmul, on_gpu_scales),
+    ("(b) torch dequant + _grouped_mm", torch_grouped_mm, on_gpu_scales),
+    ("(c) _grouped_mm, operands dequantized beforehand", cublas_only, lambda d: predequantized(on_gpu_scales(d))),
+]
+
+
+def time_contender(fn, prepare, args) -> float | str:
+    args = dict(args)
+    sets = []
+    for _ in range(NUM_ITERATIONS_PER_BENCHMARK):
+        args["seed"] += 42
+        sets.append(prepare(generate_input(**args)))
+    try:
+        fn(clone_data(sets[0]))  # warm-up (JIT build, cuBLAS handles)
+        result = time_calls(fn, sets, 100, 10e9)
+    except (RuntimeError, TypeError, ValueError) as e:
+        return f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
+    return result.mean / 1e3 if isinstance(result, Stats) else result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(ROOT / "docs"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/peers.py needs a CUDA GPU")
+    device = torch.cuda.get_device_name()
+    bandwidth, flops = measure_ceilings()
+    print(f"{device}: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s", flush=True)
+    cases = read_cases(str(ROOT / "task.yml"), "benchmarks", None)
+    rows = []
+    for i, case in enumerate(cases):
+        m, n, k = case.args["m"], case.args["n"], case.args["k"]
+        row = {"case": i, "bytes floor": 1e6 * case_bytes(m, n, k) / bandwidth, "FLOP floor": 1e6 * case_flop(m, n, k) / flops}
+        for name, fn, prepare in CONTENDERS:
+            row[name] = time_contender(fn, prepare, case.args)
+            print(f"case {i}: {name}: {row[name]}", flush=True)
+        rows.append(row)
+    columns = ["bytes floor", "FLOP floor"] + [name for name, _, _ in CONTENDERS]
+    geo = {c: geomean(r[c] for r in rows) if all(isinstance(r[c], float) for r in rows) else "n/a" for c in columns}
+    fmt = lambda v: f"{v:.1f}" if isinstance(v, float) else v  # noqa: E731
+    lines = [
+        f"Device: {device}; measured ceilings: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s; "
+        f"{time.strftime('%Y-%m-%d')}; command: `python bench/peers.py`. Times in microseconds (mean per call, "
+        "15 input sets, L2 flushed, as `eval.py benchmark`).",
+        "",
+        "| case | " + " | ".join(columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    lines += [f"| {r['case']} | " + " | ".join(fmt(r[c]) for c in columns) + " |" for r in rows]
+    lines.append("| geomean | " + " | ".join(fmt(geo[c]) for c in columns) + " |")
+    table = "\n".join(lines)
+    print("\n" + table)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "peers.md").write_text(table + "\n")
+    plot(rows, columns, device, out / "peers.png")
+
+
+def plot(rows, columns, device, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    width = 0.8 / len(columns)
+    for j, col in enumerate(columns):
+        values = [r[col] if isinstance(r[col], float) else 0.0 for r in rows]
+        ax.bar([i + j * width for i in range(len(rows))], values, width, label=col)
+    ax.set_yscale("log")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))], [f"case {r['case']}" for r in rows])
+    ax.set_ylabel("microseconds per call (log)")
+    ax.set_title(f"NVFP4 grouped GEMM on {device}: official benchmark cases")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The CUDA kernel path of submission.py on the GPU at hand (skipped without a kernel for it)."""
+import pytest
+import torch
+
+import submission
+from reference import generate_full_range_input, generate_input
+from runners import clone_data
+from spec import read_cases
+from conftest import ROOT
+from numpy_reference import assert_matches_exact
+
+HAS_KERNEL = torch.cuda.is_available() and torch.cuda.get_device_capability() in submission._KERNEL_ARCH
+pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
+
+
+@pytest.fixture(scope="module")
+def path():
+    p = submission.select_path(torch.device("cuda", torch.cuda.current_device()))
+    assert isinstance(p, submission.KernelPath)
+    return p
+
+
+def poisoned(data):
+    data = clone_data(data)
+    for _, _, c in data[0]:
+        c.fill_(float("nan"))
+    return data
+
+
+def check(path, data, calls=1):
+    """Run the kernel `calls` times (first sight, graph build, replays) on poisoned outputs."""
+    for _ in range(calls):
+        out = path(poisoned(data))
+        torch.cuda.synchronize()
+        assert_matches_exact(out, data)
+
+
+@pytest.mark.parametrize("case", read_cases(str(ROOT / "task.yml"), "tests", None), ids=lambda c: c.spec)
+def test_official_tests(path, case):
+    check(path, generate_input(**case.args))
+
+
+@pytest.mark.parametrize("m,n,k", [
+    ((96, 128), (128, 256), (256, 512)),
+    ((512, 384, 200), (256, 384, 1024), (768, 256, 512)),
+    ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),   # M = 1, M and N not multiples of 8/128
+    ((0, 64, 0), (128, 256, 128), (256, 256, 256)),                    # empty groups
+])
+def test_full_range_codes_and_scales(path, m, n, k):
+    check(path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 3), calls=3)
+
+
+def test_sixty_four_groups(path):
+    g = 64
+    m = tuple(8 * (i % 9) + 1 + i % 5 for i in range(g))
+    data = generate_full_range_input(m, (256,) * g, (512,) * g, g, seed=64)
+    check(path, data, calls=3)
+
+
+def test_more_groups_than_one_launch_holds(path):
+    g = 70
+    data = generate_input((16,) * g, (128,) * g, (256,) * g, g, seed=70)
+    check(path, data, calls=2)
+
+
+def test_benchmark_shapes(path):
+    spec = read_cases(str(ROOT / "task.yml"), "benchmarks", None)[1].args
+    check(path, generate_full_range_input(**{**spec, "seed": 5}), calls=2)
+
+
+def views_at(buffers, m, n, k):
+    """Group tensors of the given sizes laid over fixed buffers: same addresses, other shapes."""
+    data = generate_full_range_input(m, n, k, len(m), seed=sum(m) + sum(n))
+    abc, sfs, sfr, sizes = data
+    for g, (a_buf, b_buf, c_buf, sfa_buf, sfb_buf) in enumerate(buffers):
+        (a, b, c), (sfa, sfb) = abc[g], sfr[g]
+        views = []
+        for src, buf in ((a, a_buf), (b, b_buf), (c, c_buf), (sfa, sfa_buf), (sfb, sfb_buf)):
+            flat = buf[: src.numel() * src.element_size()].view(src.dtype)
+            view = torch.as_strided(flat, src.shape, src.stride())
+            view.copy_(src)
+            views.append(view)
+        abc[g], sfr[g] = tuple(views[:3]), tuple(views[3:])
+    return data
+
+
+def test_same_addresses_with_new_shapes_never_replay_a_stale_graph(path):
+    buffers = [tuple(torch.empty(1 << 20, dtype=torch.uint8, device="cuda") for _ in range(5)) for _ in range(2)]
+    first = views_at(buffers, (64, 128), (256, 128), (512, 256))
+    check(path, first, calls=1)
+    path(first)  # second call: graph built
+    path(first)  # third call: graph replayed
+    torch.cuda.synchronize()
+    for shapes in [((64, 128), (256, 128), (256, 512)), ((128, 64), (128, 256), (512, 256)), ((64, 120), (256, 128), (512, 256))]:
+        data = views_at(buffers, *shapes)
+        assert data[0][0][0].data_ptr() == first[0][0][0].data_ptr()
+        for _ in range(3):
+            for _, _, c in data[0]:
+                c.fill_(float("nan"))
+            out = path(data)
+            torch.cuda.synchronize()
+            assert_matches_exact(out, data)
+
+
+def test_other_b_pointer_with_the_same_first_buffers(path):
+    data = generate_full_range_input((64, 64), (128, 128), (256, 256), 2, seed=8)
+    check(path, data, calls=3)
+    other = clone_data(data)
+    other[0][0] = (data[0][0][0], other[0][0][1], data[0][0][2])  # same A and C, new B
+    other[0][1] = data[0][1]
+    check(path, other, calls=3)
+
+
+def test_the_plan_cache_stays_bounded(path):
+    before = path.capacity
+    path.capacity = 4
+    try:
+        for seed in range(7):
+            check(path, generate_input((8,), (128,), (256,), 1, seed=seed), calls=2)
+        assert len(path._plans) <= 4
+    finally:
+        path.capacity = before
+
+
+def test_a_bad_input_raises_before_any_launch(path):
+    data = generate_input((64,), (128,), (256,), 1, seed=1)
+    data[0][0] = (data[0][0][0], data[0][0][1], data[0][0][2].float())
+    with pytest.raises(ValueError, match="group 0: c has dtype"):
+        submission.custom_kernel(data)
+    torch.cuda.synchronize()  # the context is still healthy
