@@ -5,7 +5,7 @@ SUBMISSION ?= submission.py
 TORCH_SPEC ?= torch==2.13.0
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers
+.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers dry-run
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -31,6 +31,9 @@ diff: deps
 
 check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills or stack frames
 	$(PYTHON) tools/check_cuda.py
+
+dry-run: deps  ## build the sm_100a launch arguments on this GPU (any CUDA GPU) without launching; check them
+	$(PYTHON) tools/dry_run.py --arch 100
 
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
 	$(PYTHON) bench/peers.py --out docs

@@ -132,6 +132,11 @@ struct LaunchArgs {
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
+// cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
 // A tile: one group, one chunk of its M rows (A side), one block of its N rows (B side).
 struct Tile { int group, m_chunk, n_block; };
 __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_block) {
@@ -198,6 +203,7 @@ __device__ __forceinline__ void st_global_v4_streaming(void* p, uint4 v) {
   asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
+#if NVFP4_ARCH == 90
 // ============================================================================ FP4 / FP8 decoding
 // Two E2M1 codes, nibbles Q and Q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
 // sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
@@ -229,7 +235,6 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 
-#if NVFP4_ARCH == 90
 // ============================================================================ sm_90a kernel
 // C^T tiles = B_tile (128 rows of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to
 // 256 rows of M, the wgmma N, any multiple of 8), so a group with M <= 256 reads B once. B is
@@ -540,11 +545,314 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 
 struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
-  static constexpr int kBoxBytesK = sm90::kBlockK / 2;  // TMA box width along K, in bytes
-  static constexpr CUtensorMapSwizzle kSwizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
-  static const void* kernel() { return reinterpret_cast<const void*>(&sm90::grouped_gemm); }
+  static constexpr int kKMultiple = sm90::kBlockK;
+  static const void* kernel(bool /*persistent*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm); }
+  // Packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
+  static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
+                                 bool /*byte_elements*/) {
+    const cuuint64_t dims[2] = {cuuint64_t(k / 2), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(k / 2)};
+    const cuuint32_t box[2] = {cuuint32_t(sm90::kBlockK / 2), cuuint32_t(box_rows)};
+    const cuuint32_t element_strides[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
 };
 #endif  // NVFP4_ARCH == 90
+
+#if NVFP4_ARCH == 100
+// ============================================================================ sm_100a kernel
+// The seed's B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
+// issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
+// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld. The
+// persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
+// of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
+// Compiled and host-checked here; it has never run on hardware (no B200 is available).
+namespace sm100 {
+constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 256, kStages = 6;
+constexpr int kMmaK = 64;                          // K per tcgen05.mma for FP4
+constexpr int kWarps = kBlockM / 32 + 2;           // warps 0-3 epilogue, 4 TMA, 5 MMA
+constexpr int kThreads = kWarps * 32;
+constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
+constexpr int kABytes = kBlockM * kBlockK / 2, kBBytes = kBlockN * kBlockK / 2;
+constexpr int kSfBytes = 128 * kBlockK / 16;       // four 512-byte scale atoms (128 rows x 64 K each)
+constexpr int kStageBytes = kABytes + kBBytes + 2 * kSfBytes;
+constexpr int kSmemBarriers = kStages * kStageBytes;
+constexpr int kNumBarriers = 2 * kStages + 4;      // tma[s], mma[s], mainloop[2], epilogue[2]
+constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
+constexpr int kSmemBytes = kSmemTmemSlot + 16 + 1024;  // + slack to align the base to 1024 (128B swizzle)
+
+// L2 cache-policy operands of the seed (evict-first / evict-last createpolicy encodings).
+constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
+constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
+
+// TMEM columns: accumulator buffers (kBlockN fp32 columns each), then the scales of one K block,
+// 4 columns per 64-K atom, A's then B's. The seed allocated 2 * kBlockN (resp. kBlockN) columns
+// while using up to 288 (160): the allocation here covers every column used, rounded up to the
+// power of two tcgen05.alloc requires.
+template <bool kPersistent>
+struct TmemPlan {
+  static constexpr int kBuffers = kPersistent ? 2 : 1;
+  static constexpr int kSfa = kBuffers * kBlockN;
+  static constexpr int kSfb = kSfa + 4 * (kBlockK / kMmaK);
+  static constexpr int kUsed = kSfb + 4 * (kBlockK / kMmaK);
+  static constexpr int kAllocated = kUsed <= 32 ? 32 : kUsed <= 64 ? 64 : kUsed <= 128 ? 128 : kUsed <= 256 ? 256 : 512;
+  static_assert(kUsed <= kAllocated && kAllocated <= 512, "TMEM plan exceeds the 512 columns of an SM");
+};
+
+__device__ __forceinline__ constexpr uint64_t desc_encode(uint64_t x) { return (x & 0x3FFFFull) >> 4; }
+// K-major FP4 tile in 128B swizzle atoms (SBO 1024 = 8 rows x 128 bytes); bits 46-48 = 0b001.
+__device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
+  return desc_encode(addr) | desc_encode(8 * 128) << 32 | 1ull << 46 | 2ull << 61;
+}
+// A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
+__device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
+// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N = kBlockN, M = 128.
+constexpr uint32_t kInstrDesc = (1u << 7) | (1u << 10) | (uint32_t(kBlockN) >> 3 << 17) | (uint32_t(128) >> 7 << 27);
+
+__device__ __forceinline__ bool elect_one() {
+  uint32_t pred = 0;
+  asm volatile("{\n .reg .pred P;\n elect.sync _|P, %1;\n selp.b32 %0, 1, 0, P;\n}\n" : "=r"(pred) : "r"(0xFFFFFFFFu));
+  return pred != 0;
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
+  asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
+  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(slot), "r"(columns) : "memory");
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
+  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(columns) : "memory");
+}
+__device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
+  asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(taddr), "l"(desc) : "memory");
+}
+// D (TMEM) += A x B with per-16-element E4M3 scales of A and B read from TMEM (scale_vec::4X:
+// four scales per 64-K MMA step, NVFP4's block size of 16).
+__device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
+                                                  uint32_t sfb_tmem, uint32_t accumulate) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
+      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n"
+      ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(i_desc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(accumulate) : "memory");
+}
+__device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
+  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void tcgen05_fence_before_sync() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
+__device__ __forceinline__ void tcgen05_fence_after_sync() { asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory"); }
+// 16 TMEM lanes x 128 fp32 columns: 64 registers a thread (lane l: rows l/4 and l/4 + 8).
+__device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
+  uint32_t (&r)[64] = reinterpret_cast<uint32_t (&)[64]>(v);
+  asm volatile(
+      "tcgen05.ld.sync.aligned.16x256b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]),
+        "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]),
+        "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]),
+        "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]),
+        "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]),
+        "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]),
+        "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63])
+      : "r"(taddr));
+  asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void st_global_half2_streaming(__half* p, float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  asm volatile("st.global.cs.b32 [%0], %1;" ::"l"(p), "r"(*reinterpret_cast<uint32_t*>(&v)) : "memory");
+}
+
+struct Barriers {
+  uint32_t base;
+  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded
+  __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
+  __device__ uint32_t mainloop(int b) const { return base + 8 * (2 * kStages + b); }      // accumulator b complete
+  __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out
+};
+
+// Where tile i of this CTA lives: group, first A row, first B row.
+struct TileCoords {
+  const GroupArgs* g;
+  int group, off_m, off_n;
+};
+__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i) {
+  const Tile t = unpack_tile(args.tiles[i]);
+  return TileCoords{&args.groups[t.group], t.group, t.m_chunk * kBlockM, t.n_block * kBlockN};
+}
+
+__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  int stage = 0;
+  uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
+  for (int i = first; i < last; ++i) {
+    const TileCoords tc = tile_coords(args, i);
+    const int k = tc.g->k;
+    const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
+    for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
+      mbar_wait(bars.mma(stage), mma_phase);
+      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
+      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+      const int off_k = iter_k * kBlockK;
+      tma_load_3d(a_smem, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a);
+      tma_load_3d(b_smem, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b);
+      // The four 64-K atoms of this K block are contiguous: one 2048-byte copy per operand.
+      bulk_load_cta(sfa_smem, tc.g->sfa + scale_atom_offset(tc.off_m / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_a);
+      bulk_load_cta(sfb_smem, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_b);
+      mbar_arrive_expect_tx(bars.tma(stage), kStageBytes);
+      stage = (stage + 1) % kStages;
+      if (stage == 0) mma_phase ^= 1;
+    }
+  }
+}
+
+template <bool kPersistent>
+__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, uint32_t tmem, int first, int last) {
+  using Tmem = TmemPlan<kPersistent>;
+  int stage = 0, buffer = 0;
+  uint32_t tma_phase = 0, epilogue_phase = 1;
+  for (int i = first; i < last; ++i) {
+    const TileCoords tc = tile_coords(args, i);
+    const int scale_a_offset = ((tc.off_m / kBlockM) % (128 / kBlockM)) * (kBlockM / 32);
+    const int scale_b_offset = ((tc.off_n / kBlockN) % (128 / kBlockN)) * (kBlockN / 32);
+    mbar_wait(bars.epilogue(buffer), epilogue_phase);
+    tcgen05_fence_after_sync();
+    const uint32_t d_tmem = tmem + buffer * kBlockN;
+    for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
+      mbar_wait(bars.tma(stage), tma_phase);
+      tcgen05_fence_after_sync();
+      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
+      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+#pragma unroll
+      for (int k = 0; k < kBlockK / kMmaK; ++k) {
+        tcgen05_cp_scales(tmem + Tmem::kSfa + k * 4, desc_sf(sfa_smem + k * 512));
+        tcgen05_cp_scales(tmem + Tmem::kSfb + k * 4, desc_sf(sfb_smem + k * 512));
+      }
+#pragma unroll
+      for (int k1 = 0; k1 < kBlockK / 256; ++k1)
+#pragma unroll
+        for (int k2 = 0; k2 < 256 / kMmaK; ++k2) {
+          const int k_sf = k1 * 4 + k2;
+          tcgen05_mma_nvfp4(d_tmem, desc_ab(a_smem + k1 * kBlockM * 128 + k2 * 32), desc_ab(b_smem + k1 * kBlockN * 128 + k2 * 32),
+                            kInstrDesc, tmem + Tmem::kSfa + k_sf * 4 + scale_a_offset, tmem + Tmem::kSfb + k_sf * 4 + scale_b_offset,
+                            (k1 == 0 && k2 == 0) ? uint32_t(iter_k) : 1u);
+        }
+      tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it
+      stage = (stage + 1) % kStages;
+      if (stage == 0) tma_phase ^= 1;
+    }
+    tcgen05_commit(bars.mainloop(buffer));  // accumulator complete
+    buffer = (buffer + 1) % Tmem::kBuffers;
+    if (buffer == 0) epilogue_phase ^= 1;
+  }
+}
+
+// Warps 0-3: TMEM lanes 32w..32w+31 = rows off_m + 32w.. of C; N-major stores of half2.
+template <bool kPersistent>
+__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers bars, uint32_t tmem, int first, int last) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int buffer = 0;
+  uint32_t mainloop_phase = 0;
+  for (int i = first; i < last; ++i) {
+    const TileCoords tc = tile_coords(args, i);
+    const int m = tc.g->m, n = tc.g->n;
+    mbar_wait(bars.mainloop(buffer), mainloop_phase);
+    tcgen05_fence_after_sync();
+    for (int half = 0; half < 2; ++half) {
+      float v[64];
+      const int row16 = warp * 32 + half * 16;
+      tmem_load_16x256b_x16(v, tmem + (uint32_t(row16) << 16) + buffer * kBlockN);
+      const int row = tc.off_m + row16 + lane / 4, col = tc.off_n + (lane % 4) * 2;
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+        if (row < m && col + j * 8 + 1 < n) st_global_half2_streaming(tc.g->c + int64_t(row) * n + col + j * 8, v[4 * j], v[4 * j + 1]);
+        if (row + 8 < m && col + j * 8 + 1 < n)
+          st_global_half2_streaming(tc.g->c + int64_t(row + 8) * n + col + j * 8, v[4 * j + 2], v[4 * j + 3]);
+      }
+    }
+    // Order this warp's TMEM reads before the MMA warp reuses the buffer (the seed had no fence).
+    tcgen05_fence_before_sync();
+    if (elect_one()) mbar_arrive(bars.epilogue(buffer));
+    buffer = (buffer + 1) % TmemPlan<kPersistent>::kBuffers;
+    if (buffer == 0) mainloop_phase ^= 1;
+  }
+}
+
+// One kernel, two instantiations: persistent (TMEM double buffer, for more tiles than SMs) and
+// single-tile (one buffer). The seed's single-tile kernel let the epilogue read TMEM after a plain
+// __syncthreads, without waiting for the MMAs' completion; both use the mainloop barrier here.
+template <bool kPersistent>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+  using Tmem = TmemPlan<kPersistent>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  const Barriers bars{smem_u32(smem + kSmemBarriers)};
+  const uint32_t tmem_slot = smem_u32(smem + kSmemTmemSlot);
+  const int warp = threadIdx.x / 32;
+  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  if (warp == 0 && elect_one()) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bars.tma(s), 1);
+      mbar_init(bars.mma(s), 1);
+    }
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(bars.mainloop(b), 1);
+      mbar_init(bars.epilogue(b), kBlockM / 32);  // one elected arrive per epilogue warp
+    }
+    fence_barrier_init();
+  } else if (warp == 1) {
+    tmem_alloc(tmem_slot, Tmem::kAllocated);
+  }
+  tcgen05_fence_before_sync();
+  __syncthreads();
+  tcgen05_fence_after_sync();
+  // The seed assumed the allocation starts at column 0; read the address tcgen05.alloc wrote.
+  const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + kSmemTmemSlot);
+  if (warp == kTmaWarp) {
+    if (elect_one()) tma_warp(args, smem, bars, first, last);
+  } else if (warp == kMmaWarp) {
+    if (elect_one()) mma_warp<kPersistent>(args, smem, bars, tmem, first, last);
+  } else {
+    epilogue_warps<kPersistent>(args, bars, tmem, first, last);
+  }
+  tcgen05_fence_before_sync();
+  __syncthreads();
+  tcgen05_fence_after_sync();
+  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp (the seed used one lane)
+}
+}  // namespace sm100
+
+struct Arch {
+  static constexpr int kTileM = sm100::kBlockM, kTileN = sm100::kBlockN, kThreads = sm100::kThreads, kSmemBytes = sm100::kSmemBytes;
+  static constexpr int kKMultiple = sm100::kBlockK;
+  static const void* kernel(bool persistent) {
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
+  }
+  // The seed's map: packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
+  // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
+  // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
+  // pre-sm_100 GPUs accept: only the dry run uses it.
+  static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
+                                 bool byte_elements) {
+    const cuuint64_t inner = byte_elements ? 128 : 256;
+    const cuuint64_t dims[3] = {inner, cuuint64_t(rows), cuuint64_t(k / 256)};
+    const cuuint64_t strides[2] = {cuuint64_t(k / 2), 128};
+    const cuuint32_t box[3] = {cuuint32_t(inner), cuuint32_t(box_rows), sm100::kBlockK / 256};
+    const cuuint32_t element_strides[3] = {1, 1, 1};
+    const CUtensorMapDataType type = byte_elements ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B;
+    return encode(map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
+};
+#endif  // NVFP4_ARCH == 100
 
 // ============================================================================ host side
 namespace host {
@@ -572,7 +880,11 @@ struct GroupShape {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-inline int a_box_rows(int m, int chunk_rows) { return std::min(chunk_rows, round_up(std::max(m, 1), 8)); }
+// Rows a TMA load of A brings: the tile's rows (at most the group's, rounded to 8) on sm_90; the
+// full 128-row box on sm_100, whose 128B-swizzled tile the MMA reads whole.
+inline int a_box_rows(int m, int chunk_rows) {
+  return NVFP4_ARCH == 100 ? chunk_rows : std::min(chunk_rows, round_up(std::max(m, 1), 8));
+}
 // Relative cost of a tile for load balancing: its tensor work plus a fixed share for its B rows.
 inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 32); }
 
@@ -640,10 +952,6 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
   return launches;
 }
 
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 bool encode_fn(EncodeTiledFn* fn, Status& st) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found{};
@@ -653,15 +961,9 @@ bool encode_fn(EncodeTiledFn* fn, Status& st) {
   return true;
 }
 
-// Rows of packed FP4 (K/2 bytes each) as a 2-D byte tensor; a box is box_rows x kBoxBytesK bytes.
-bool encode_fp4_rows(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows, Status& st) {
-  const cuuint64_t dims[2] = {cuuint64_t(k / 2), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(k / 2)};
-  const cuuint32_t box[2] = {cuuint32_t(Arch::kBoxBytesK), cuuint32_t(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, element_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, Arch::kSwizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+bool encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows, bool byte_elements,
+                    Status& st) {
+  const CUresult r = Arch::encode_operand(encode, map, base, rows, k, box_rows, byte_elements);
   if (r != CUDA_SUCCESS) {
     char detail[96];
     snprintf(detail, sizeof detail, "CUresult %d for %d rows, K=%d, box %d rows", int(r), rows, k, box_rows);
@@ -673,6 +975,7 @@ bool encode_fp4_rows(EncodeTiledFn encode, CUtensorMap* map, const void* base, i
 struct Plan {
   std::vector<LaunchArgs> launches;
   std::vector<int> grids;
+  std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -681,21 +984,22 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
   const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
                         reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
   const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
-  if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % 64 || s.n % 8 || !aligned || !fits_tile_fields) {
-    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% 64 == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
-             s.n, s.k);
+  if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % Arch::kKMultiple || s.n % 8 || !aligned || !fits_tile_fields) {
+    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
+             s.n, s.k, Arch::kKMultiple);
     return st.fail("unsupported problem", detail);
   }
   return true;
 }
 
-bool build_plan(std::vector<GroupShape> groups, int num_sms, Plan& plan, Status& st) {
+// The launch arguments of every launch: schedule, group arguments, tensor maps over the real
+// buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   choose_chunk_rows(groups, num_sms);
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
-  NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   for (const ScheduledLaunch& sched : schedule(groups, num_sms)) {
     LaunchArgs& args = plan.launches.emplace_back();
     std::memset(&args, 0, sizeof args);
@@ -704,8 +1008,8 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, Plan& plan, Status&
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
       ga.a_box_rows = a_box_rows(s.m, s.chunk_rows);
-      if (!encode_fp4_rows(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, st) ||
-          !encode_fp4_rows(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, st))
+      if (!encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements, st) ||
+          !encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements, st))
         return false;
       ga.sfa = static_cast<const uint8_t*>(s.sfa);
       ga.sfb = static_cast<const uint8_t*>(s.sfb);
@@ -721,14 +1025,21 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, Plan& plan, Status&
     }
     args.cta_first_tile[sched.ctas.size()] = uint16_t(next);
     plan.grids.push_back(int(sched.ctas.size()));
+    plan.persistent.push_back(next > int(sched.ctas.size()));
   }
+  return true;
+}
+
+bool prepare_kernels(Status& st) {
+  for (bool persistent : {false, true})
+    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   return true;
 }
 
 bool launch_plan(Plan& plan, cudaStream_t stream, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
+    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
                                         size_t(Arch::kSmemBytes), stream));
   }
   return true;
@@ -741,7 +1052,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     void* argv[] = {&plan.launches[i]};
     cudaKernelNodeParams p{};
-    p.func = const_cast<void*>(Arch::kernel());
+    p.func = const_cast<void*>(Arch::kernel(plan.persistent[i]));
     p.gridDim = dim3(unsigned(plan.grids[i]));
     p.blockDim = dim3(Arch::kThreads);
     p.sharedMemBytes = unsigned(Arch::kSmemBytes);
@@ -764,20 +1075,26 @@ bool instantiate_plan(Plan& plan, Status& st) {
 
 // ============================================================================ C API (ctypes)
 extern "C" {
-// packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, void** plan_out, char* err, int err_len) {
-  using namespace nvfp4::host;
-  Status st{err, err_len};
-  std::vector<GroupShape> groups(size_t(std::max(num_groups, 0)));
+static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed, int num_groups) {
+  std::vector<nvfp4::host::GroupShape> groups(size_t(std::max(num_groups, 0)));
   for (int g = 0; g < num_groups; ++g) {
     const int64_t* p = packed + 8 * g;
-    groups[size_t(g)] = GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
-                                   reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
-                                   reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
+    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
+                                                reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
+                                                reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
   }
+  return groups;
+}
+
+// packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
+// dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
+// that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int dry_run, void** plan_out, char* err, int err_len) {
+  using namespace nvfp4::host;
+  Status st{err, err_len};
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
-  if (!build_plan(groups, num_sms, *plan, st)) {
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(unpack_groups(packed, num_groups), num_sms, dry_run == 2, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -805,7 +1122,78 @@ void nvfp4_plan_destroy(void* plan) {
   if (p && p->graph) cudaGraphExecDestroy(p->graph);
   delete p;
 }
+
+// ---- inspection, for tests and the dry run
+int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
+// grid, persistent flag, number of tiles; tiles and cta_first_tile copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* num_tiles, uint32_t* tiles, uint16_t* cta_first) {
+  const auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
+  *grid = p->grids[size_t(launch)];
+  *persistent = p->persistent[size_t(launch)];
+  *num_tiles = a.cta_first_tile[*grid];
+  std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
+  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
+  return 0;
+}
+// Group arguments of launch-local group g: sfa, sfb, c, m, n, k, m_chunk_rows, a_box_rows; and its two tensor maps.
+int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_a, uint8_t* tmap_b) {
+  const nvfp4::LaunchArgs& a = static_cast<nvfp4::host::Plan*>(plan)->launches[size_t(launch)];
+  const nvfp4::GroupArgs& ga = a.groups[g];
+  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)), int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.c)), ga.m, ga.n, ga.k, ga.m_chunk_rows, ga.a_box_rows};
+  std::memcpy(out, values, sizeof values);
+  std::memcpy(tmap_a, &a.tmap_a[g], sizeof(CUtensorMap));
+  std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
+  return 0;
+}
+int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple) {
+  *tile_m = nvfp4::Arch::kTileM;
+  *tile_n = nvfp4::Arch::kTileN;
+  *k_multiple = nvfp4::Arch::kKMultiple;
+  return 0;
+}
+// The schedule alone, from sizes (no GPU): per tile 5 ints: group, m_chunk, n_block, launch, cta. Returns the tile count.
+int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int capacity) {
+  using namespace nvfp4::host;
+  std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
+  for (int g = 0; g < num_groups; ++g)
+    groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
+  choose_chunk_rows(groups, num_sms);
+  int count = 0, launch = 0;
+  for (const ScheduledLaunch& sched : schedule(groups, num_sms)) {
+    for (size_t c = 0; c < sched.ctas.size(); ++c)
+      for (uint32_t packed_tile : sched.ctas[c]) {
+        const nvfp4::Tile t = nvfp4::unpack_tile(packed_tile);
+        if (count < capacity) {
+          int* o = out + 5 * count;
+          o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
+        }
+        ++count;
+      }
+    ++launch;
+  }
+  return count;
+}
+// sm_100a TMEM columns of the persistent (1) or single-tile (0) kernel: buffers, SFA column, SFB
+// column, columns used, columns allocated. Returns 1 on other architectures.
+int nvfp4_tmem_plan(int persistent, int* out) {
+#if NVFP4_ARCH == 100
+  using P = nvfp4::sm100::TmemPlan<true>;
+  using S = nvfp4::sm100::TmemPlan<false>;
+  const int values[2][5] = {{S::kBuffers, S::kSfa, S::kSfb, S::kUsed, S::kAllocated}, {P::kBuffers, P::kSfa, P::kSfb, P::kUsed, P::kAllocated}};
+  std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+  return 0;
+#else
+  (void)persistent;
+  (void)out;
+  return 1;
+#endif
+}
+int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
+  return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
+}
 }
 """
 
@@ -846,38 +1234,68 @@ def cuda_source() -> str:
     )
 
 
-def nvcc_flags(arch: int) -> list[str]:
-    return ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{arch}a,code=sm_{arch}a"]
+def kernel_target(capability: tuple[int, int]) -> tuple[int, str] | None:
+    """(NVFP4_ARCH, nvcc target) of the CUDA kernel for a compute capability, or None: portable path.
+
+    9.0 (H100, H200) runs the sm_90a kernel; 10.x (B200 class) the sm_100a design, built for
+    that exact capability ("a" targets run on one capability only); anything else has none.
+    """
+    major, minor = capability
+    if (major, minor) == (9, 0):
+        return 90, "90a"
+    if major == 10:
+        return 100, f"10{minor}a"
+    return None
+
+
+BUILD_TARGETS = {90: "90a", 100: "100a"}  # what `make check-cuda` compiles
+
+
+def nvcc_flags(arch: int, target: str) -> list[str]:
+    return ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{target},code=sm_{target}"]
 
 
 # ----------------------------------------------------------------------------- CUDA paths
-def _build_library(arch: int) -> ctypes.CDLL:
+def _build_library(arch: int, target: str) -> ctypes.CDLL:
     """JIT-build the CUDA source for one architecture (cached by torch across processes)."""
     import inspect
 
     from torch.utils.cpp_extension import load_inline
 
     source = cuda_source()
-    name = f"nvfp4_grouped_gemm_sm{arch}_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
+    name = f"nvfp4_grouped_gemm_sm{target}_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
     options = {}
     if "no_implicit_headers" in inspect.signature(load_inline).parameters:
         options["no_implicit_headers"] = True  # no torch header: the build takes seconds, not a minute
     path = load_inline(
-        name, cpp_sources="", cuda_sources=source, extra_cuda_cflags=nvcc_flags(arch), is_python_module=False, **options
+        name, cpp_sources="", cuda_sources=source, extra_cuda_cflags=nvcc_flags(arch, target), is_python_module=False, **options
     )
     if not isinstance(path, str):
         from torch.utils.cpp_extension import _get_build_directory
 
         path = os.path.join(_get_build_directory(name, False), f"{name}.so")
-    lib = ctypes.CDLL(path)
+    return bind_library(ctypes.CDLL(path))
+
+
+def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Declare the C API's signatures on a loaded build of cuda_source()."""
     c_int, c_void, c_char = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    ptr = ctypes.POINTER
     signatures = {
-        "nvfp4_plan_create": (c_int, [ctypes.POINTER(ctypes.c_int64), c_int, c_int, ctypes.POINTER(c_void), c_char, c_int]),
+        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, ptr(c_void), c_char, c_int]),
         "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
-        "nvfp4_plan_instantiate": (c_int, [c_void, ctypes.POINTER(c_void), c_char, c_int]),
+        "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),
         "nvfp4_graph_launch": (c_int, [c_void, c_void]),
         "nvfp4_error_string": (c_char, [c_int]),
         "nvfp4_plan_destroy": (None, [c_void]),
+        "nvfp4_arch": (c_int, []),
+        "nvfp4_plan_launch_count": (c_int, [c_void]),
+        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
+        "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
+        "nvfp4_tile_rows": (c_int, [ptr(c_int), ptr(c_int), ptr(c_int)]),
+        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, ptr(c_int), c_int]),
+        "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
+        "nvfp4_tmem_plan": (c_int, [c_int, ptr(c_int)]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype
@@ -932,9 +1350,12 @@ class KernelPath:
     graph. At most `capacity` plans are kept (LRU); an evicted plan's graph is destroyed.
     """
 
-    def __init__(self, arch: int, device: torch.device, capacity: int = 128):
+    def __init__(self, arch: int, target: str, device: torch.device, capacity: int = 128):
         self.arch = arch
-        self.lib = _build_library(arch)
+        self.lib = _build_library(arch, target)
+        tile_m, tile_n, k_multiple = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        self.lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
+        self.k_multiple = k_multiple.value
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
         self.capacity = capacity
         self._plans = OrderedDict()
@@ -965,7 +1386,7 @@ class KernelPath:
         err = ctypes.create_string_buffer(512)
         if plan is None or not plan.vouches_for(tensors):
             validate(data)
-            reason = kernel_unsupported(data)
+            reason = kernel_unsupported(data, self.k_multiple)
             if reason:
                 warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=3)
                 return portable_kernel(data)
@@ -994,19 +1415,21 @@ class KernelPath:
             packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
         args = (ctypes.c_int64 * len(packed))(*packed)
         handle = ctypes.c_void_p()
-        if self.lib.nvfp4_plan_create(args, len(sizes), self.num_sms, ctypes.byref(handle), err, len(err)):
+        if self.lib.nvfp4_plan_create(args, len(sizes), self.num_sms, 0, ctypes.byref(handle), err, len(err)):
             raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
         return _Plan(handle.value)
 
 
-def kernel_unsupported(data: input_t) -> str | None:
-    """Why the CUDA kernels cannot take this (valid) input, or None when they can."""
+def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:
+    """Why the CUDA kernel cannot take this (valid) input, or None when it can."""
     abc, _, sf_reordered, sizes = data
     if abc[0][0].device.index != torch.cuda.current_device():
         return f"tensors are on {abc[0][0].device}, the current device is cuda:{torch.cuda.current_device()}"
     for g, ((a, b, c), (sfa, sfb), (m, n, k, _)) in enumerate(zip(abc, sf_reordered, sizes)):
         if n % 8:
             return f"group {g}: N={n} is not a multiple of 8"
+        if k % k_multiple:
+            return f"group {g}: K={k} is not a multiple of {k_multiple}"
         for name, t in (("a", a), ("b", b), ("c", c), ("sfa_reordered", sfa), ("sfb_reordered", sfb)):
             if t.data_ptr() % 16:
                 return f"group {g}: {name} is not 16-byte aligned"
@@ -1023,8 +1446,6 @@ def kernel_unsupported(data: input_t) -> str | None:
 
 
 # ----------------------------------------------------------------------------- dispatch
-_KERNEL_ARCH = {(9, 0): 90}
-BUILD_ARCHS = frozenset(_KERNEL_ARCH.values())
 _paths = {}
 
 
@@ -1034,11 +1455,11 @@ def select_path(device: torch.device):
     NVFP4_PATH=portable forces the portable path; it is read when a device's path is first chosen.
     """
     if device not in _paths:
-        arch = _KERNEL_ARCH.get(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
-        if arch is None or os.environ.get("NVFP4_PATH") == "portable":
+        target = kernel_target(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
+        if target is None or os.environ.get("NVFP4_PATH") == "portable":
             _paths[device] = portable_kernel
         else:
-            _paths[device] = KernelPath(arch, device)
+            _paths[device] = KernelPath(*target, device)
     return _paths[device]
 
 

@@ -9,7 +9,7 @@ from spec import read_cases
 from conftest import ROOT
 from numpy_reference import assert_matches_exact
 
-HAS_KERNEL = torch.cuda.is_available() and torch.cuda.get_device_capability() in submission._KERNEL_ARCH
+HAS_KERNEL = torch.cuda.is_available() and submission.kernel_target(torch.cuda.get_device_capability()) is not None
 pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
 
 
@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA 
 def path():
     p = submission.select_path(torch.device("cuda", torch.cuda.current_device()))
     assert isinstance(p, submission.KernelPath)
+    assert p.arch == submission.kernel_target(torch.cuda.get_device_capability())[0]  # sm_90 never takes sm_100a
     return p
 
 

@@ -1,0 +1,109 @@
+"""The CUDA source's host side, through plain-nvcc builds (no GPU needed; skipped without nvcc).
+
+Index arithmetic of both kernels (scale-atom offsets, the tile schedule, kernel selection, the
+sm_100a TMEM column plan) against the reference layouts; the sm_100a dry run needs a CUDA GPU.
+"""
+import ctypes
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, requires_cuda
+from reference import generate_full_range_input
+from spec import read_cases
+
+sys.path.insert(0, str(ROOT / "tools"))
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+ARCHS = [90, 100]
+
+
+@pytest.fixture(scope="module", params=ARCHS, ids=lambda a: f"sm{a}")
+def lib(request):
+    from nvcc_build import load
+
+    return load(request.param)
+
+
+def test_kernel_selection_by_compute_capability():
+    import submission
+
+    assert submission.kernel_target((9, 0)) == (90, "90a")
+    assert submission.kernel_target((10, 0)) == (100, "100a")
+    assert submission.kernel_target((10, 3)) == (100, "103a")
+    for other in [(8, 0), (8, 9), (9, 1), (12, 0), (7, 5)]:
+        assert submission.kernel_target(other) is None  # the portable path
+
+
+@pytest.mark.parametrize("mn,k", [(96, 256), (300, 768), (1, 1024), (129, 512)])
+def test_scale_offsets_match_the_reordered_layout(lib, mn, k):
+    data = generate_full_range_input((mn,), (128,), (k,), 1, seed=mn, device=torch.device("cpu"))
+    plain = data[1][0][0][:, :, 0].view(torch.uint8).numpy()
+    memory = data[2][0][0].permute(5, 2, 4, 0, 1, 3).contiguous().view(torch.uint8).flatten().numpy()
+    offsets = np.array([[lib.nvfp4_scale_byte(r, j, k) for j in range(k // 16)] for r in range(mn)])
+    np.testing.assert_array_equal(memory[offsets], plain)
+
+
+def schedule(lib, m, n, k, num_sms):
+    mnk = (ctypes.c_int * (3 * len(m)))(*[v for triple in zip(m, n, k) for v in triple])
+    capacity = 1 << 16
+    out = (ctypes.c_int * (5 * capacity))()
+    count = lib.nvfp4_schedule(mnk, len(m), num_sms, out, capacity)
+    return np.array(out[: 5 * count]).reshape(count, 5)
+
+
+def schedule_cases():
+    cases = [c.args for s in ("tests", "benchmarks") for c in read_cases(str(ROOT / "task.yml"), s, None)]
+    cases.append({"m": (0, 1, 7, 300, 0), "n": (128, 256, 136, 4096, 512), "k": (256, 512, 1024, 768, 256), "g": 5})
+    cases.append({"m": tuple(8 * (i % 9) + 1 for i in range(70)), "n": (256,) * 70, "k": (512,) * 70, "g": 70})
+    cases.append({"m": (64,) * 3, "n": (128 * 1200,) * 3, "k": (256,) * 3, "g": 3})  # more tiles than one launch holds
+    return cases
+
+
+@pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
+@pytest.mark.parametrize("num_sms", [132, 148])
+def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms):
+    tile_m, tile_n, k_mult = (ctypes.c_int() for _ in range(3))
+    lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_mult))
+    m, n, k = case["m"], case["n"], tuple(max(v, k_mult.value) // k_mult.value * k_mult.value for v in case["k"])
+    tiles = schedule(lib, m, n, k, num_sms)
+    keys = [tuple(t[:3]) for t in tiles]
+    assert len(keys) == len(set(keys)), "a tile is scheduled twice"
+    for g in range(len(m)):
+        chunks = {mc for (gg, mc, _) in keys if gg == g}
+        if m[g] == 0:
+            assert not chunks
+            continue
+        assert len(chunks) in (-(-m[g] // tile_m.value), -(-m[g] // 128))
+        expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // tile_n.value))}
+        assert {key for key in keys if key[0] == g} == expected
+    for launch in set(tiles[:, 3]):
+        ctas = tiles[tiles[:, 3] == launch][:, 4]
+        assert ctas.max() < num_sms and len(set(ctas)) == ctas.max() + 1  # every CTA of a launch has a tile
+
+
+def test_tmem_plan_fits_its_allocation():
+    from dry_run import tmem_problems
+    from nvcc_build import load
+
+    lib100 = load(100)
+    assert tmem_problems(lib100) == []
+    plan = (ctypes.c_int * 5)()
+    assert lib100.nvfp4_tmem_plan(1, plan) == 0 and list(plan) == [2, 256, 272, 288, 512]
+    assert lib100.nvfp4_tmem_plan(0, plan) == 0 and list(plan) == [1, 128, 144, 160, 256]
+
+
+@requires_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+def test_dry_run_of_every_official_case_and_64_groups(arch):
+    from dry_run import cases, check_case
+    from nvcc_build import load
+    from reference import generate_input
+
+    lib = load(arch)
+    num_sms = 148 if arch == 100 else torch.cuda.get_device_properties(0).multi_processor_count  # B200: 148 SMs
+    for spec, case in cases():
+        assert check_case(lib, generate_input(**case), num_sms) == [], spec

@@ -1,0 +1,143 @@
+"""Dry run of a CUDA path's launch arguments on any CUDA GPU: build them, launch nothing, check them.
+
+    python tools/dry_run.py [--arch 100]
+
+For every official test and benchmark case and a 64-group case: inputs on the GPU, a plan made
+with real cuTensorMapEncodeTiled tensor maps over the real buffers, then checks that every tile
+of every group is scheduled exactly once, the kernel choice, the group arguments, the tensor
+maps, every byte range the kernel will read or write, and (sm_100a) the TMEM column plan.
+"""
+import argparse
+import ctypes
+import sys
+
+import torch
+
+from nvcc_build import ROOT, load, submission
+
+sys.path.insert(0, str(ROOT))
+from reference import generate_input  # noqa: E402
+from spec import read_cases  # noqa: E402
+
+
+def cases() -> list[tuple[str, dict]]:
+    found = [(c.spec, c.args) for section in ("tests", "benchmarks") for c in read_cases(str(ROOT / "task.yml"), section, None)]
+    g = 64
+    m = tuple(8 * (i % 40) + 8 for i in range(g))
+    found.append(("G=64", {"m": m, "n": (512,) * g, "k": (512,) * g, "g": g, "seed": 64}))
+    return found
+
+
+def byte_element_maps(lib) -> bool:
+    """Whether this GPU needs the byte-equivalent tensor maps: sm_100a's 4-bit element type
+    (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B) is refused by the drivers of pre-sm_100 GPUs."""
+    return lib.nvfp4_arch() == 100 and torch.cuda.get_device_capability()[0] < 10
+
+
+def plan_for(lib, data, num_sms):
+    abc, _, sfr, sizes = data
+    packed = []
+    for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sfr, sizes):
+        packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
+    err = ctypes.create_string_buffer(512)
+    handle = ctypes.c_void_p()
+    mode = 2 if byte_element_maps(lib) else 1
+    if lib.nvfp4_plan_create((ctypes.c_int64 * len(packed))(*packed), len(sizes), num_sms, mode, ctypes.byref(handle), err, 512):
+        raise RuntimeError(err.value.decode())
+    return handle
+
+
+def check_case(lib, data, num_sms) -> list[str]:
+    """Problems found in the launch arguments for `data` (empty when all checks pass)."""
+    abc, _, sfr, sizes = data
+    tile_m, tile_n, k_multiple = (ctypes.c_int() for _ in range(3))
+    lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
+    try:
+        handle = plan_for(lib, data, num_sms)
+    except RuntimeError as e:
+        return [str(e)]
+    problems, seen = [], {}
+    try:
+        for launch in range(lib.nvfp4_plan_launch_count(handle)):
+            grid, persistent, count = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+            tiles, firsts = (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 512)()
+            lib.nvfp4_plan_launch_info(handle, launch, ctypes.byref(grid), ctypes.byref(persistent), ctypes.byref(count), tiles, firsts)
+            if not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > grid.value):
+                problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
+            if firsts[grid.value] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(grid.value)):
+                problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")
+            groups = {}
+            for i in range(count.value):
+                local, m_chunk, n_block = tiles[i] & 127, (tiles[i] >> 7) & 511, tiles[i] >> 16
+                if local not in groups:
+                    out, ta, tb = (ctypes.c_int64 * 8)(), (ctypes.c_uint8 * 128)(), (ctypes.c_uint8 * 128)()
+                    lib.nvfp4_plan_group(handle, launch, local, out, ta, tb)
+                    groups[local] = (list(out), bytes(ta), bytes(tb))
+                (sfa, sfb, c, m, n, k, chunk, box), ta, tb = groups[local]
+                g = next((g for g, (_, _, cc) in enumerate(abc) if cc.data_ptr() == c), None)
+                if g is None or (m, n, k) != tuple(sizes[g][:3]) or sfa != sfr[g][0].data_ptr() or sfb != sfr[g][1].data_ptr():
+                    problems.append(f"launch {launch} group {local}: arguments match no input group")
+                    continue
+                if not any(ta) or not any(tb):
+                    problems.append(f"group {g}: a tensor map was not encoded")
+                key = (g, m_chunk, n_block)
+                seen[key] = seen.get(key, 0) + 1
+                off_m, off_n = m_chunk * chunk, n_block * tile_n.value
+                rest_k = k // 64
+                for name, t, off in (("sfa", sfr[g][0], off_m), ("sfb", sfr[g][1], off_n)):
+                    end = lib.nvfp4_scale_byte(off // 128 * 128 + 127, k // 16 - 1, k) + 1
+                    if end > t.numel() or ((off // 128) + 1) * rest_k * 512 > t.numel():
+                        problems.append(f"group {g} tile {key}: {name} reads past its {t.numel()} bytes")
+                if off_m >= m or off_n >= n or k % k_multiple.value:
+                    problems.append(f"group {g} tile {key}: outside the problem")
+                if chunk not in (128, 256) or box > chunk or box < min(chunk, m):
+                    problems.append(f"group {g}: A chunk {chunk} rows with a box of {box}")
+    finally:
+        lib.nvfp4_plan_destroy(handle)
+    for g, (m, n, _, _) in enumerate(sizes):
+        if m and n:
+            chunks = {mc for (gg, mc, _) in seen if gg == g}
+            n_blocks = -(-n // tile_n.value)
+            expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(n_blocks)}
+            if {key for key in seen if key[0] == g} != expected or len(chunks) not in (-(-m // tile_m.value), -(-m // 128)):
+                problems.append(f"group {g}: scheduled tiles are not every (m chunk, n block) once")
+        elif any(key[0] == g for key in seen):
+            problems.append(f"group {g}: empty but scheduled")
+    problems += [f"tile {key} scheduled {times} times" for key, times in seen.items() if times != 1]
+    return problems
+
+
+def tmem_problems(lib) -> list[str]:
+    problems = []
+    for persistent in (0, 1):
+        plan = (ctypes.c_int * 5)()
+        if lib.nvfp4_tmem_plan(persistent, plan):
+            return []
+        buffers, sfa, sfb, used, allocated = plan
+        if not (sfa >= buffers * 128 and sfb >= sfa + 16 and used >= sfb + 16 and used <= allocated <= 512
+                and allocated & (allocated - 1) == 0 and allocated >= 32):
+            problems.append(f"TMEM plan (persistent={persistent}) {list(plan)} does not fit its allocation")
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arch", type=int, default=100)
+    args = parser.parse_args()
+    lib = load(args.arch)
+    num_sms = 148 if args.arch == 100 else torch.cuda.get_device_properties(0).multi_processor_count
+    failures = tmem_problems(lib)
+    if byte_element_maps(lib):
+        print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
+    for spec, case in cases():
+        problems = check_case(lib, generate_input(**case), num_sms)
+        print(f"{'ok  ' if not problems else 'FAIL'} {spec}", flush=True)
+        failures += problems
+    for p in failures:
+        print("  " + p)
+    print(f"dry run sm_{submission.BUILD_TARGETS[args.arch]} on {torch.cuda.get_device_name()}: {'pass' if not failures else 'fail'}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
