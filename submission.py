@@ -1409,15 +1409,19 @@ class KernelPath:
         return [group[2] for group in data[0]]
 
     def _create_plan(self, data, err) -> _Plan:
-        abc, _, sf_reordered, sizes = data
-        packed = []
-        for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sf_reordered, sizes):
-            packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
-        args = (ctypes.c_int64 * len(packed))(*packed)
-        handle = ctypes.c_void_p()
-        if self.lib.nvfp4_plan_create(args, len(sizes), self.num_sms, 0, ctypes.byref(handle), err, len(err)):
-            raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
-        return _Plan(handle.value)
+        return _Plan(create_plan(self.lib, data, self.num_sms, 0, err))
+
+
+def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err) -> int:
+    """A C++ plan for `data` (the handle); dry_run as nvfp4_plan_create takes it. ValueError on refusal."""
+    abc, _, sf_reordered, sizes = data
+    packed = []
+    for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sf_reordered, sizes):
+        packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
+    handle = ctypes.c_void_p()
+    if lib.nvfp4_plan_create((ctypes.c_int64 * len(packed))(*packed), len(sizes), num_sms, dry_run, ctypes.byref(handle), err, len(err)):
+        raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
+    return handle.value
 
 
 def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:

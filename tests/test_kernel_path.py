@@ -72,7 +72,7 @@ def test_benchmark_shapes(path):
 def views_at(buffers, m, n, k):
     """Group tensors of the given sizes laid over fixed buffers: same addresses, other shapes."""
     data = generate_full_range_input(m, n, k, len(m), seed=sum(m) + sum(n))
-    abc, sfs, sfr, sizes = data
+    abc, _, sfr, _ = data
     for g, (a_buf, b_buf, c_buf, sfa_buf, sfb_buf) in enumerate(buffers):
         (a, b, c), (sfa, sfb) = abc[g], sfr[g]
         views = []

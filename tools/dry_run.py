@@ -34,17 +34,9 @@ def byte_element_maps(lib) -> bool:
     return lib.nvfp4_arch() == 100 and torch.cuda.get_device_capability()[0] < 10
 
 
-def plan_for(lib, data, num_sms):
-    abc, _, sfr, sizes = data
-    packed = []
-    for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sfr, sizes):
-        packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
-    err = ctypes.create_string_buffer(512)
-    handle = ctypes.c_void_p()
+def plan_for(lib, data, num_sms) -> int:
     mode = 2 if byte_element_maps(lib) else 1
-    if lib.nvfp4_plan_create((ctypes.c_int64 * len(packed))(*packed), len(sizes), num_sms, mode, ctypes.byref(handle), err, 512):
-        raise RuntimeError(err.value.decode())
-    return handle
+    return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512))
 
 
 def check_case(lib, data, num_sms) -> list[str]:
@@ -54,7 +46,7 @@ def check_case(lib, data, num_sms) -> list[str]:
     lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
     try:
         handle = plan_for(lib, data, num_sms)
-    except RuntimeError as e:
+    except ValueError as e:
         return [str(e)]
     problems, seen = [], {}
     try:
