@@ -11,7 +11,6 @@ import hashlib
 import os
 import warnings
 import weakref
-from collections import OrderedDict
 from itertools import chain
 
 import torch
@@ -20,35 +19,50 @@ from task import input_t, output_t
 
 
 # ----------------------------------------------------------------------------- validation
-def _check(cond: bool, group: int, what: str) -> None:
-    if not cond:
-        raise ValueError(f"nvfp4 grouped gemm, group {group}: {what}")
+_FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
+_F16 = (torch.float16,)
+_E4M3 = (torch.float8_e4m3fn,)
+
+
+def _fail(group: int, what: str):
+    raise ValueError(f"nvfp4 grouped gemm, group {group}: {what}")
 
 
 def validate(data: input_t) -> None:
-    """Raise ValueError naming the group and the problem for any input the kernels cannot take."""
+    """Raise ValueError naming the group and the problem for any input the kernels cannot take.
+
+    Runs on every call that is not a graph-cache hit, so the common case does no string work:
+    a message is only formatted for a check that failed.
+    """
     if not (isinstance(data, (tuple, list)) and len(data) == 4):
         raise ValueError("input must be (abc_tensors, sfasfb_tensors, sfasfb_reordered_tensors, problem_sizes)")
     abc, _, sf_reordered, sizes = data
     if not (len(abc) == len(sf_reordered) == len(sizes)) or not sizes:
         raise ValueError(f"need one entry per group: {len(abc)} abc, {len(sf_reordered)} scale pairs, {len(sizes)} sizes")
-    device = abc[0][0].device
+    device = abc[0][0].get_device()  # an index (-1: the CPU): cheaper to compare than torch.device
     for g, ((a, b, c), (sfa, sfb), size) in enumerate(zip(abc, sf_reordered, sizes)):
-        _check(len(size) == 4, g, f"problem size must be (M, N, K, L), got {size}")
+        if len(size) != 4:
+            _fail(g, f"problem size must be (M, N, K, L), got {size}")
         m, n, k, l = size
-        _check(l == 1, g, f"L must be 1, got {l}")
-        _check(k > 0 and k % 64 == 0, g, f"K must be a positive multiple of 64, got {k}")
+        if l != 1:
+            _fail(g, f"L must be 1, got {l}")
+        if not (k > 0 and k % 64 == 0):
+            _fail(g, f"K must be a positive multiple of 64, got {k}")
         for name, t, dtypes, shape in (
-            ("a", a, (torch.float4_e2m1fn_x2, torch.uint8), (m, k // 2, 1)),
-            ("b", b, (torch.float4_e2m1fn_x2, torch.uint8), (n, k // 2, 1)),
-            ("c", c, (torch.float16,), (m, n, 1)),
-            ("sfa_reordered", sfa, (torch.float8_e4m3fn,), (32, 4, -(-m // 128), 4, k // 64, 1)),
-            ("sfb_reordered", sfb, (torch.float8_e4m3fn,), (32, 4, -(-n // 128), 4, k // 64, 1)),
+            ("a", a, _FP4, (m, k // 2, 1)),
+            ("b", b, _FP4, (n, k // 2, 1)),
+            ("c", c, _F16, (m, n, 1)),
+            ("sfa_reordered", sfa, _E4M3, (32, 4, -(-m // 128), 4, k // 64, 1)),
+            ("sfb_reordered", sfb, _E4M3, (32, 4, -(-n // 128), 4, k // 64, 1)),
         ):
-            _check(isinstance(t, torch.Tensor), g, f"{name} is not a tensor")
-            _check(t.dtype in dtypes, g, f"{name} has dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
-            _check(tuple(t.shape) == shape, g, f"{name} has shape {tuple(t.shape)}, expected {shape}")
-            _check(t.device == device, g, f"{name} is on {t.device}, group 0's a on {device}")
+            if not isinstance(t, torch.Tensor):
+                _fail(g, f"{name} is not a tensor")
+            if t.dtype not in dtypes:
+                _fail(g, f"{name} has dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
+            if t.shape != shape:
+                _fail(g, f"{name} has shape {tuple(t.shape)}, expected {shape}")
+            if t.get_device() != device:
+                _fail(g, f"{name} is on {t.device}, group 0's a on {abc[0][0].device}")
 
 
 # ----------------------------------------------------------------------------- portable path
@@ -102,6 +116,12 @@ CUDA_SOURCE = r"""
 
 #ifndef NVFP4_ARCH
 #error "build with -DNVFP4_ARCH=90 or -DNVFP4_ARCH=100"
+#endif
+#ifndef NVFP4_TCGEN05_EMULATION
+#define NVFP4_TCGEN05_EMULATION 0  // 1 (with NVFP4_ARCH=100, built for sm_90a): the test build of the sm_100a kernel
+#endif
+#if NVFP4_TCGEN05_EMULATION && NVFP4_ARCH != 100
+#error "NVFP4_TCGEN05_EMULATION emulates the sm_100a kernel: build it with -DNVFP4_ARCH=100"
 #endif
 
 namespace nvfp4 {
@@ -616,6 +636,211 @@ __device__ __forceinline__ bool elect_one() {
   asm volatile("{\n .reg .pred P;\n elect.sync _|P, %1;\n selp.b32 %0, 1, 0, P;\n}\n" : "=r"(pred) : "r"(0xFFFFFFFFu));
   return pred != 0;
 }
+#if NVFP4_TCGEN05_EMULATION
+// ---------------------------------------------------------------------------- tcgen05, emulated
+// Test build for sm_90a (NVFP4_TCGEN05_EMULATION=1): the same kernel with each Blackwell-only
+// instruction replaced by a device function of the same signature that reproduces, from the PTX
+// ISA's definitions, what the kernel relies on. The asynchronous ones (cp, mma) complete before they
+// return, so tcgen05.commit arrives at once. TMEM is a per-SM array in global memory; every access
+// is checked against the live allocation, the lane quarter of the accessing warp and the scale
+// duplication the ISA requires, and a violation prints what it was and traps.
+// sm_100-only forms of sm_90 features use their sm_90 equivalents: .shared::cluster destinations for
+// bulk copies, no .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
+namespace emu {
+constexpr int kLanes = 128, kColumns = 512, kMaxSms = 256;
+struct TmemStandIn {
+  uint32_t base, columns;                // the live allocation; columns == 0: none
+  uint32_t cells[kLanes][kColumns];      // 32-bit TMEM words
+  float a_scaled[kLanes][64];            // mma scratch: A x SFA of the current instruction
+};
+__device__ TmemStandIn g_tmem[kMaxSms];
+
+__device__ __noinline__ void fail(const char* what, uint32_t x, uint32_t y) {
+  printf("tcgen05 emulation, block %d thread %d: %s (%u, %u)\n", int(blockIdx.x), int(threadIdx.x), what, x, y);
+  __trap();
+}
+__device__ __forceinline__ int lane_id() { return int(threadIdx.x % 32); }
+__device__ __forceinline__ void require_whole_warp(const char* what) {
+  if (__activemask() != 0xFFFFFFFFu) fail(what, __activemask(), 0);
+}
+__device__ __forceinline__ TmemStandIn& sm_tmem() {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (sm >= kMaxSms) fail("SM id beyond the TMEM stand-ins", sm, kMaxSms);
+  return g_tmem[sm];
+}
+__device__ __forceinline__ uint32_t& cell(TmemStandIn& t, uint32_t lane, uint32_t column) {
+  const uint32_t base = *reinterpret_cast<volatile uint32_t*>(&t.base), columns = *reinterpret_cast<volatile uint32_t*>(&t.columns);
+  if (lane >= kLanes || column < base || column >= base + columns) fail("TMEM access outside the allocation (lane, column)", lane, column);
+  return t.cells[lane][column];
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_shared_u8(uint32_t addr) {
+  uint16_t v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// Shared-memory matrix descriptor (tcgen05 form): start, LBO and SBO in 16-byte units at bits 0, 16
+// and 32; bits 46-48 = 0b001; base offset (49-51) and absolute-LBO mode (52) are not emulated;
+// swizzle mode at 61-63 (0 none, 2 128-byte; the other modes are not emulated).
+struct SmemDesc { uint32_t start, lbo, sbo, swizzle; };
+__device__ __forceinline__ SmemDesc decode_smem_desc(uint64_t d) {
+  if (((d >> 46) & 7) != 1) fail("matrix descriptor bits 46-48 are not 0b001", uint32_t(d >> 32), 0);
+  if ((d >> 49) & 15) fail("matrix descriptor base offset / LBO mode not emulated", uint32_t(d >> 32), 0);
+  const SmemDesc s{uint32_t(d & 0x3FFF) << 4, uint32_t((d >> 16) & 0x3FFF) << 4, uint32_t((d >> 32) & 0x3FFF) << 4, uint32_t(d >> 61)};
+  if (s.swizzle != 0 && s.swizzle != 2) fail("matrix descriptor swizzle mode not emulated", s.swizzle, 0);
+  return s;
+}
+// Address of byte `byte` of row `row` of a K-major operand. No swizzle: 8-row x 16-byte core matrices,
+// rows 16 bytes apart, 8-row groups SBO apart, 16-byte columns LBO apart. 128-byte swizzle: rows 128
+// bytes apart, 8-row groups SBO apart, and the 16-byte chunk index (address bits 4-6) XORed with the
+// row within the 1024-byte pattern (address bits 7-9).
+__device__ __forceinline__ uint32_t kmajor_address(const SmemDesc& d, int row, int byte) {
+  if (d.swizzle == 0) return d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 16 + uint32_t(byte / 16) * d.lbo + uint32_t(byte % 16);
+  const uint32_t a = d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 128 + uint32_t(byte);
+  return a ^ ((a >> 3) & 0x70);
+}
+__device__ __forceinline__ float e2m1_value(uint32_t code) {
+  const uint32_t e = (code >> 1) & 3, m = code & 1;
+  const float magnitude = e ? ldexpf(1.0f + 0.5f * float(m), int(e) - 1) : 0.5f * float(m);
+  return code & 8 ? -magnitude : magnitude;
+}
+__device__ __forceinline__ float e4m3_value(uint32_t byte) {
+  const uint32_t e = (byte >> 3) & 15, m = byte & 7;
+  if (e == 15 && m == 7) return __int_as_float(0x7FC00000);
+  const float magnitude = e ? ldexpf(1.0f + float(m) / 8.0f, int(e) - 7) : ldexpf(float(m) / 8.0f, -6);
+  return byte & 0x80 ? -magnitude : magnitude;
+}
+// scale_vec::4X scales of row r of a 128-row operand: lane r, column `column` + r / 32, byte j for K
+// elements 16j .. 16j + 15. The ISA requires the same words in all four lane quarters: checked.
+__device__ __forceinline__ uint32_t scale_word(TmemStandIn& t, uint32_t column, int r) {
+  const uint32_t w = cell(t, uint32_t(r), column + uint32_t(r / 32));
+  for (int q = 0; q < 4; ++q)
+    if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w) fail("scale factors differ between lane quarters (row, column)", r, column);
+  return w;
+}
+__device__ __forceinline__ void require_lane_zero(uint32_t taddr, const char* what) {
+  if (taddr >> 16) fail(what, taddr >> 16, taddr & 0xFFFF);
+}
+}  // namespace emu
+
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
+  bulk_load(dst, src, bytes, bar, policy);
+}
+// tcgen05.alloc (+ relinquish_alloc_permit): warp-wide; the columns are placed at the top of the
+// 512, so a kernel that assumes address 0 instead of reading the slot back fails.
+__device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
+  emu::require_whole_warp("tcgen05.alloc by part of a warp");
+  emu::TmemStandIn& t = emu::sm_tmem();
+  if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1))) emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
+  if (emu::lane_id() == 0) {
+    volatile uint32_t* header = &t.base;
+    if (header[1]) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", header[0], header[1]);
+    header[0] = uint32_t(emu::kColumns - columns);
+    header[1] = uint32_t(columns);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(uint32_t(emu::kColumns - columns)) : "memory");
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
+  emu::require_whole_warp("tcgen05.dealloc by part of a warp");
+  emu::TmemStandIn& t = emu::sm_tmem();
+  __syncwarp();
+  if (emu::lane_id() == 0) {
+    volatile uint32_t* header = &t.base;
+    if (taddr != header[0] || uint32_t(columns) != header[1]) emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
+    header[1] = 0;
+  }
+  __syncwarp();
+}
+// tcgen05.cp .32x128b.warpx4: row r (16 bytes) of the shared-memory matrix -> lanes r, r + 32,
+// r + 64, r + 96, four columns from taddr (bytes 4w .. 4w + 3 in column w).
+__device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
+  const emu::SmemDesc d = emu::decode_smem_desc(desc);
+  emu::require_lane_zero(taddr, "tcgen05.cp .32x128b.warpx4 not at lane 0 (lane, column)");
+  emu::TmemStandIn& t = emu::sm_tmem();
+  for (int r = 0; r < 32; ++r)
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t v = emu::ld_shared_u32(emu::kmajor_address(d, r, 4 * w));
+      for (int q = 0; q < 4; ++q) emu::cell(t, uint32_t(32 * q + r), (taddr & 0xFFFF) + uint32_t(w)) = v;
+    }
+}
+// tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X, cta_group::1: D (lane m, column n) = (enable
+// ? D : 0) + sum over K = 64 of A[m][k] SFA[m][k/16] B[n][k] SFB[n][k/16], A and B K-major E2M1 (two
+// per byte, low nibble first), E4M3 scales, fp32 accumulation. Only the descriptor fields the
+// kernel's shapes need are emulated; any other value traps.
+__device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
+                                                  uint32_t sfb_tmem, uint32_t accumulate) {
+  const uint32_t m_dim = ((i_desc >> 27) & 3) << 7, n_dim = ((i_desc >> 17) & 63) << 3;
+  const uint32_t fixed = i_desc & ~((63u << 17) | (3u << 27));
+  if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128 || n_dim < 32 || n_dim % 32)
+    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128, N % 32 == 0)", i_desc, n_dim);
+  emu::require_lane_zero(d_tmem, "tcgen05.mma D not at lane 0 (lane, column)");
+  emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
+  emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
+  const emu::SmemDesc a = emu::decode_smem_desc(a_desc), b = emu::decode_smem_desc(b_desc);
+  emu::TmemStandIn& t = emu::sm_tmem();
+  for (int m = 0; m < 128; ++m) {
+    const uint32_t sf = emu::scale_word(t, sfa_tmem & 0xFFFF, m);
+    for (int byte = 0; byte < 32; ++byte) {
+      const uint32_t codes = emu::ld_shared_u8(emu::kmajor_address(a, m, byte));
+      const float scale = emu::e4m3_value((sf >> (8 * (byte / 8))) & 0xFF);
+      t.a_scaled[m][2 * byte] = emu::e2m1_value(codes & 15) * scale;
+      t.a_scaled[m][2 * byte + 1] = emu::e2m1_value(codes >> 4) * scale;
+    }
+  }
+  for (int n = 0; n < int(n_dim); ++n) {
+    const uint32_t sf = emu::scale_word(t, sfb_tmem & 0xFFFF, n);
+    float bv[64];
+#pragma unroll
+    for (int byte = 0; byte < 32; ++byte) {
+      const uint32_t codes = emu::ld_shared_u8(emu::kmajor_address(b, n, byte));
+      const float scale = emu::e4m3_value((sf >> (8 * (byte / 8))) & 0xFF);
+      bv[2 * byte] = emu::e2m1_value(codes & 15) * scale;
+      bv[2 * byte + 1] = emu::e2m1_value(codes >> 4) * scale;
+    }
+    for (int m = 0; m < 128; ++m) {
+      float acc = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 64; ++k) acc = fmaf(t.a_scaled[m][k], bv[k], acc);
+      uint32_t& d = emu::cell(t, uint32_t(m), (d_tmem & 0xFFFF) + uint32_t(n));
+      d = __float_as_uint(accumulate ? __uint_as_float(d) + acc : acc);
+    }
+  }
+}
+__device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
+  __threadfence_block();
+  mbar_arrive(bar);
+}
+__device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
+__device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }
+// tcgen05.ld .16x256b.x16 (+ wait::ld): warp-wide, lanes L .. L + 15 of the warp's quarter; repeat j,
+// register i of thread l: lane L + l / 4 + 8 (i / 2), column 8j + 2 (l % 4) + i % 2.
+__device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
+  emu::require_whole_warp("tcgen05.ld by part of a warp");
+  if (__shfl_sync(0xFFFFFFFFu, taddr, 0) != taddr) emu::fail("tcgen05.ld address differs within the warp", taddr, 0);
+  const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
+  if (lane0 < 32 * quarter || lane0 + 16 > 32 * quarter + 32) emu::fail("tcgen05.ld outside the warp's lane quarter (lane, quarter)", lane0, quarter);
+  emu::TmemStandIn& t = emu::sm_tmem();
+  const int l = emu::lane_id();
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      v[4 * j + i] = __uint_as_float(emu::cell(t, lane0 + uint32_t(l / 4 + 8 * (i / 2)), column0 + uint32_t(8 * j + 2 * (l % 4) + i % 2)));
+}
+#else
+// ---------------------------------------------------------------------------- tcgen05 and sm_100 copies
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1.L2::cache_hint"
@@ -666,6 +891,7 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
       : "r"(taddr));
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
+#endif  // NVFP4_TCGEN05_EMULATION
 __device__ __forceinline__ void st_global_half2_streaming(__half* p, float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);
   asm volatile("st.global.cs.b32 [%0], %1;" ::"l"(p), "r"(*reinterpret_cast<uint32_t*>(&v)) : "memory");
@@ -838,9 +1064,10 @@ struct Arch {
   // The seed's map: packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
-  // pre-sm_100 GPUs accept: only the dry run uses it.
+  // pre-sm_100 GPUs accept: the dry run and the emulation build use it.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool byte_elements) {
+    byte_elements = byte_elements || NVFP4_TCGEN05_EMULATION;
     const cuuint64_t inner = byte_elements ? 128 : 256;
     const cuuint64_t dims[3] = {inner, cuuint64_t(rows), cuuint64_t(k / 256)};
     const cuuint64_t strides[2] = {cuuint64_t(k / 2), 128};
@@ -952,12 +1179,17 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
   return launches;
 }
 
+// The driver's entry point, looked up once per process (it does not change while the driver is loaded).
 bool encode_fn(EncodeTiledFn* fn, Status& st) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  NVFP4_CUDA_TRY(st, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || !p) return st.fail("cuTensorMapEncodeTiled is not available from the driver");
-  *fn = reinterpret_cast<EncodeTiledFn>(p);
+  static EncodeTiledFn cached = nullptr;
+  if (!cached) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    NVFP4_CUDA_TRY(st, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !p) return st.fail("cuTensorMapEncodeTiled is not available from the driver");
+    cached = reinterpret_cast<EncodeTiledFn>(p);
+  }
+  *fn = cached;
   return true;
 }
 
@@ -1125,6 +1357,7 @@ void nvfp4_plan_destroy(void* plan) {
 
 // ---- inspection, for tests and the dry run
 int nvfp4_arch() { return NVFP4_ARCH; }
+int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
 // grid, persistent flag, number of tiles; tiles and cta_first_tile copied out (up to the given capacities).
 int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* num_tiles, uint32_t* tiles, uint16_t* cta_first) {
@@ -1251,24 +1484,35 @@ def kernel_target(capability: tuple[int, int]) -> tuple[int, str] | None:
 BUILD_TARGETS = {90: "90a", 100: "100a"}  # what `make check-cuda` compiles
 
 
-def nvcc_flags(arch: int, target: str) -> list[str]:
-    return ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{target},code=sm_{target}"]
+def nvcc_flags(arch: int, target: str, emulate_tcgen05: bool = False) -> list[str]:
+    """nvcc flags of one build; emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, for sm_90a."""
+    flags = ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{target},code=sm_{target}"]
+    return flags + ["-DNVFP4_TCGEN05_EMULATION=1"] if emulate_tcgen05 else flags
+
+
+EMULATION_ENV = "NVFP4_EMULATE_TCGEN05"  # =1: run the sm_100a kernel with tcgen05 emulated (an sm_90 GPU)
 
 
 # ----------------------------------------------------------------------------- CUDA paths
-def _build_library(arch: int, target: str) -> ctypes.CDLL:
+def _build_library(arch: int, target: str, emulate_tcgen05: bool) -> ctypes.CDLL:
     """JIT-build the CUDA source for one architecture (cached by torch across processes)."""
     import inspect
 
     from torch.utils.cpp_extension import load_inline
 
     source = cuda_source()
-    name = f"nvfp4_grouped_gemm_sm{target}_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
+    flavour = f"sm{target}" + ("_tcgen05_emulated" if emulate_tcgen05 else "")
+    name = f"nvfp4_grouped_gemm_{flavour}_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
     options = {}
     if "no_implicit_headers" in inspect.signature(load_inline).parameters:
         options["no_implicit_headers"] = True  # no torch header: the build takes seconds, not a minute
     path = load_inline(
-        name, cpp_sources="", cuda_sources=source, extra_cuda_cflags=nvcc_flags(arch, target), is_python_module=False, **options
+        name,
+        cpp_sources="",
+        cuda_sources=source,
+        extra_cuda_cflags=nvcc_flags(arch, target, emulate_tcgen05),
+        is_python_module=False,
+        **options,
     )
     if not isinstance(path, str):
         from torch.utils.cpp_extension import _get_build_directory
@@ -1289,6 +1533,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_error_string": (c_char, [c_int]),
         "nvfp4_plan_destroy": (None, [c_void]),
         "nvfp4_arch": (c_int, []),
+        "nvfp4_tcgen05_emulated": (c_int, []),
         "nvfp4_plan_launch_count": (c_int, [c_void]),
         "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
         "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
@@ -1314,87 +1559,93 @@ else:
         return torch.cuda.current_stream().cuda_stream
 
 
-class _Plan:
-    """A launch plan made in C++, its CUDA graph once built, and the tensors it was validated for.
+_data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call
 
-    The plan vouches for the validated tensor objects while every one of them is alive: a call
-    with other tensor objects at the same addresses is validated again before anything runs.
+
+class _Plan:
+    """A launch plan made in C++, its CUDA graph once built, and whether it still vouches for its tensors.
+
+    The cache key holds the ids of the tensor objects the plan was validated for; the plan vouches
+    for them while every one is alive. Once one dies, another object may reuse its id (and its
+    address): the next call with that key is validated again before anything runs.
     """
 
-    __slots__ = ("handle", "graph", "ids", "_refs", "__weakref__")
+    __slots__ = ("handle", "graph", "alive", "last_used", "_refs", "__weakref__")
 
     def __init__(self, handle: int):
         self.handle = handle
         self.graph = None
-        self.ids = None
+        self.alive = False
+        self.last_used = 0
         self._refs = ()
 
     def vouch(self, tensors) -> None:
-        self.ids = tuple(map(id, tensors))
         self._refs = [weakref.ref(t, self._forget) for t in tensors]
+        self.alive = True
 
     def _forget(self, _ref) -> None:
-        self.ids = None
-
-    def vouches_for(self, tensors) -> bool:
-        return self.ids is not None and tuple(map(id, tensors)) == self.ids
+        self.alive = False
 
 
 class KernelPath:
     """A compiled CUDA path for one architecture: a cache of launch plans and the per-call hot path.
 
     A plan (tile schedule, tensor maps, kernel arguments) is keyed by the call's full signature:
-    every data pointer of every group and every problem size. The first call with a signature
-    validates the input, makes the plan and launches it directly; the second builds the plan's
-    CUDA graph; every later call with the same (validated, still alive) tensors replays that
-    graph. At most `capacity` plans are kept (LRU); an evicted plan's graph is destroyed.
+    every data pointer and every tensor object of every group, and every problem size. The first
+    call with a signature validates the input, makes the plan and launches it directly; the second
+    builds the plan's CUDA graph; every later call with the same (still alive) tensors replays that
+    graph. At most `capacity` plans are kept, the least recently used one is evicted (its graph
+    destroyed) when a new one would exceed that.
     """
 
-    def __init__(self, arch: int, target: str, device: torch.device, capacity: int = 128):
-        self.arch = arch
-        self.lib = _build_library(arch, target)
+    def __init__(self, lib: ctypes.CDLL, device: torch.device, capacity: int = 128):
+        self.lib = lib
+        self.arch = lib.nvfp4_arch()
+        self.emulated = bool(lib.nvfp4_tcgen05_emulated())
         tile_m, tile_n, k_multiple = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         self.lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
         self.k_multiple = k_multiple.value
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
         self.capacity = capacity
-        self._plans = OrderedDict()
+        self._plans = {}
+        self._calls = 0  # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
 
     def __call__(self, data: input_t) -> output_t:
         abc, _, sf_reordered, sizes = data
         try:
             tensors = [*chain.from_iterable(abc), *chain.from_iterable(sf_reordered)]
-            key = (*[t.data_ptr() for t in tensors], *sizes)
+            key = (*map(_data_ptr, tensors), *map(id, tensors), *sizes)
             plan = self._plans.get(key)
         except (TypeError, AttributeError):  # unhashable sizes or non-tensors: let validation say what is wrong
             validate(data)
             raise
-        stream = _current_stream()
-        if plan is not None and plan.graph and plan.vouches_for(tensors):
-            self._plans.move_to_end(key)
-            self._replay(plan, stream)
+        self._calls += 1
+        if plan is not None and plan.graph and plan.alive:
+            plan.last_used = self._calls
+            self._replay(plan, _current_stream())
             return [group[2] for group in abc]
-        return self._uncached_call(key, plan, tensors, data, stream)
+        return self._uncached_call(key, plan, tensors, data)
 
     def _replay(self, plan: _Plan, stream: int) -> None:
         rc = self._graph_launch(plan.graph, stream)
         if rc:
             raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
 
-    def _uncached_call(self, key, plan, tensors, data, stream) -> output_t:
+    def _uncached_call(self, key, plan, tensors, data) -> output_t:
         err = ctypes.create_string_buffer(512)
-        if plan is None or not plan.vouches_for(tensors):
+        if plan is None or not plan.alive:
             validate(data)
             reason = kernel_unsupported(data, self.k_multiple)
             if reason:
                 warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=3)
                 return portable_kernel(data)
+        stream = _current_stream()
         if plan is None:
-            plan = self._create_plan(data, err)
-            self._plans[key] = plan
-            while len(self._plans) > self.capacity:
-                self.lib.nvfp4_plan_destroy(self._plans.popitem(last=False)[1].handle)
+            while len(self._plans) >= self.capacity:
+                evicted = min(self._plans, key=lambda k: self._plans[k].last_used)
+                self.lib.nvfp4_plan_destroy(self._plans.pop(evicted).handle)
+            plan = self._plans[key] = self._create_plan(data, err)
             if self.lib.nvfp4_plan_launch(plan.handle, stream, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
         else:
@@ -1403,9 +1654,10 @@ class KernelPath:
                 if self.lib.nvfp4_plan_instantiate(plan.handle, ctypes.byref(graph), err, len(err)):
                     raise RuntimeError(f"nvfp4 grouped gemm: graph build failed: {err.value.decode()}")
                 plan.graph = graph.value
-            self._plans.move_to_end(key)
             self._replay(plan, stream)
-        plan.vouch(tensors)
+        plan.last_used = self._calls
+        if not plan.alive:
+            plan.vouch(tensors)
         return [group[2] for group in data[0]]
 
     def _create_plan(self, data, err) -> _Plan:
@@ -1434,17 +1686,16 @@ def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:
             return f"group {g}: N={n} is not a multiple of 8"
         if k % k_multiple:
             return f"group {g}: K={k} is not a multiple of {k_multiple}"
-        for name, t in (("a", a), ("b", b), ("c", c), ("sfa_reordered", sfa), ("sfb_reordered", sfb)):
+        scale_strides = (16, 4, (k // 64) * 512, 1, 512)
+        for name, t, strides in (("a", a, None), ("b", b, None), ("c", c, None), ("sfa_reordered", sfa, scale_strides),
+                                 ("sfb_reordered", sfb, scale_strides)):
             if t.data_ptr() % 16:
                 return f"group {g}: {name} is not 16-byte aligned"
-        for name, t, strides in (
-            ("a", a, (k // 2, 1)),
-            ("b", b, (k // 2, 1)),
-            ("c", c, (n, 1)),
-            ("sfa_reordered", sfa, (16, 4, (k // 64) * 512, 1, 512)),
-            ("sfb_reordered", sfb, (16, 4, (k // 64) * 512, 1, 512)),
-        ):
-            if any(size > 1 and stride != want for size, stride, want in zip(t.shape, t.stride(), strides)):
+            if strides is None:
+                packed = t.is_contiguous()
+            else:  # the reordered layout: a permuted view; dimensions of size 1 may have any stride
+                packed = t.stride()[:5] == strides or all(s == 1 or st == w for s, st, w in zip(t.shape, t.stride(), strides))
+            if not packed:
                 return f"group {g}: {name} has strides {t.stride()}, the kernels need the packed layout"
     return None
 
@@ -1456,14 +1707,21 @@ _paths = {}
 def select_path(device: torch.device):
     """The implementation for a device: its architecture's CUDA kernel where there is one, else portable.
 
-    NVFP4_PATH=portable forces the portable path; it is read when a device's path is first chosen.
+    NVFP4_PATH=portable forces the portable path; NVFP4_EMULATE_TCGEN05=1 runs the sm_100a kernel
+    with its tcgen05 instructions emulated (a test mode for sm_90 GPUs, slow). Both are read when a
+    device's path is first chosen.
     """
     if device not in _paths:
-        target = kernel_target(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
-        if target is None or os.environ.get("NVFP4_PATH") == "portable":
+        capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+        target = kernel_target(capability) if capability else None
+        if os.environ.get(EMULATION_ENV) == "1":
+            if capability != (9, 0):
+                raise RuntimeError(f"{EMULATION_ENV}=1 emulates tcgen05 on an sm_90 GPU; {device} is {capability or 'not a GPU'}")
+            _paths[device] = KernelPath(_build_library(100, "90a", True), device)
+        elif target is None or os.environ.get("NVFP4_PATH") == "portable":
             _paths[device] = portable_kernel
         else:
-            _paths[device] = KernelPath(*target, device)
+            _paths[device] = KernelPath(_build_library(*target, False), device)
     return _paths[device]
 
 

@@ -2,8 +2,10 @@
 
     python tools/check_cuda.py [--arch 90 100]
 
-Fails on a compile error, a register spill or a stack frame in any kernel. Needs nvcc (13.0 or
-newer), no GPU. The libraries and ptxas logs stay in build/ (the tests reuse them).
+Fails on a compile error, a register spill or a stack frame in any kernel. Also compiles the test
+build of the sm_100a kernel with tcgen05 emulated for sm_90a (it must compile; its emulation code
+may use a stack). Needs nvcc (13.0 or newer), no GPU. The libraries and ptxas logs stay in build/
+(the tests reuse them).
 """
 import argparse
 import re
@@ -31,10 +33,22 @@ def check(arch: int) -> list[str]:
     return problems
 
 
+def check_emulation_build() -> list[str]:
+    try:
+        _, log = build(100, emulate_tcgen05=True)
+    except RuntimeError as e:
+        return [str(e)]
+    registers = ", ".join(re.findall(r"Used (\d+) registers", log))
+    print(f"sm_100a kernel with tcgen05 emulated (sm_90a test build): compiles, registers {registers}", flush=True)
+    return []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arch", type=int, nargs="+", default=sorted(submission.BUILD_TARGETS))
     problems = [p for arch in parser.parse_args().arch for p in check(arch)]
+    if 100 in parser.parse_args().arch:
+        problems += check_emulation_build()
     for p in problems:
         print(p, file=sys.stderr)
     sys.exit(1 if problems else 0)

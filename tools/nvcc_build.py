@@ -17,14 +17,19 @@ sys.path.insert(0, str(ROOT))
 import submission  # noqa: E402
 
 
-def build(arch: int, target: str | None = None) -> tuple[Path, str]:
-    """(path of the shared library, ptxas report) for NVFP4_ARCH=arch on nvcc target `target`."""
-    target = target or submission.BUILD_TARGETS[arch]
-    source = submission.cuda_source()
-    flags = submission.nvcc_flags(arch, target)
+def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None) -> tuple[Path, str]:
+    """(path of the shared library, ptxas report) for NVFP4_ARCH=arch on nvcc target `target`.
+
+    emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, built for sm_90a. source: another
+    CUDA source than submission.py's (the tests build deliberately broken variants).
+    """
+    target = target or ("90a" if emulate_tcgen05 else submission.BUILD_TARGETS[arch])
+    source = source or submission.cuda_source()
+    flags = submission.nvcc_flags(arch, target, emulate_tcgen05)
     digest = hashlib.sha1((source + " ".join(flags)).encode()).hexdigest()[:12]
     BUILD.mkdir(exist_ok=True)
-    lib, log_path = BUILD / f"libnvfp4_sm{target}_{digest}.so", BUILD / f"ptxas_sm{target}_{digest}.log"
+    flavour = f"sm{target}" + ("_tcgen05_emulated" if emulate_tcgen05 else "")
+    lib, log_path = BUILD / f"libnvfp4_{flavour}_{digest}.so", BUILD / f"ptxas_{flavour}_{digest}.log"
     if not lib.exists() or not log_path.exists():
         cu = BUILD / f"nvfp4_{digest}.cu"
         cu.write_text(source)
@@ -36,5 +41,23 @@ def build(arch: int, target: str | None = None) -> tuple[Path, str]:
     return lib, log_path.read_text()
 
 
-def load(arch: int, target: str | None = None) -> ctypes.CDLL:
-    return submission.bind_library(ctypes.CDLL(str(build(arch, target)[0])))
+def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None) -> ctypes.CDLL:
+    return submission.bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, source)[0])))
+
+
+def build_probes(probe_source: Path) -> ctypes.CDLL:
+    """A library of test kernels (`probe_source`) that #include submission.py's source, built as
+    the tcgen05 emulation build (NVFP4_ARCH=100 for sm_90a)."""
+    source = submission.cuda_source()
+    flags = submission.nvcc_flags(100, "90a", emulate_tcgen05=True)
+    digest = hashlib.sha1((source + probe_source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
+    BUILD.mkdir(exist_ok=True)
+    lib = BUILD / f"lib{probe_source.stem}_{digest}.so"
+    if not lib.exists():
+        header = BUILD / f"nvfp4_{digest}.cuh"
+        header.write_text(source)
+        cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", *flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source), "-o", str(lib)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"nvcc failed for {probe_source.name}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return ctypes.CDLL(str(lib))
