@@ -152,6 +152,17 @@ struct LaunchArgs {
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
+// The sm_90a prepass's arguments (A -> fp16 rows in a workspace); one per GEMM launch.
+struct PrepassGroup {
+  const uint8_t* a;     // packed FP4 [M][K/2]
+  const uint8_t* sfa;   // reordered scales
+  __half* a_half;       // workspace rows [M][K]
+  int m, k;
+};
+struct PrepassArgs {
+  PrepassGroup groups[kMaxGroupsPerLaunch];
+};
+
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
                                    const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
@@ -256,36 +267,34 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 
 // ============================================================================ sm_90a kernel
-// C^T tiles = B_tile (128 rows of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to
-// 256 rows of M, the wgmma N, any multiple of 8), so a group with M <= 256 reads B once. B is
-// dequantized straight into wgmma A-operand registers; A is dequantized once per K block into a
-// 128B-swizzled fp16 buffer that both consumer warpgroups read as the wgmma B operand.
+// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
+// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
+// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
+// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
+// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
+// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
 //
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
 // word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
 namespace sm90 {
-constexpr int kThreads = 384;          // warpgroup 0: TMA producer + A dequantizers; 1-2: consumers
+constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
 constexpr int kConsumerThreads = 256;
 constexpr int kTileN = 128;            // B rows per tile
 constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
 constexpr int kBlockK = 64;            // K elements per pipeline stage
-constexpr int kStages = 6;
-constexpr int kHalfBuffers = 3;        // fp16 A ring: the dequantizers may run two K blocks ahead
-constexpr int kStageB = 0;
-constexpr int kStageA = kStageB + kTileN * kBlockK / 2;
-constexpr int kStageSfb = kStageA + kTileM * kBlockK / 2;
-constexpr int kStageSfa = kStageSfb + 512;
-constexpr int kStageBytes = kStageSfa + 2 * 512;
-constexpr int kHalfBufferBytes = kTileM * kBlockK * 2;
+constexpr int kStages = 5;
+constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
+constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
+constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
+constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
-constexpr int kSmemHalf = 0;
-constexpr int kSmemStages = kSmemHalf + kHalfBuffers * kHalfBufferBytes;
+constexpr int kSmemStages = 0;
 constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
 constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
-constexpr int kNumBarriers = 2 * kStages + 2 * kHalfBuffers;
+constexpr int kNumBarriers = 2 * kStages;
 constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
-static_assert(kStageBytes % 128 == 0 && kHalfBufferBytes % 1024 == 0, "smem regions must stay aligned");
+constexpr int kPrepassThreads = 256;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
@@ -355,100 +364,72 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
 
 // One 16-byte chunk of a dequantized A row: positions 2t, 2t+1 hold nibbles Q, Q + 4 of word t.
 template <int Q>
-__device__ __forceinline__ void store_a_chunk(uint8_t* row_dst, int r, int chunk, uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3,
-                                              const __half2 (&s)[4]) {
-  uint4 v;
-  v.x = hmul2_bits(fp4x2_to_half2<Q>(w0), s[0]);
-  v.y = hmul2_bits(fp4x2_to_half2<Q>(w1), s[1]);
-  v.z = hmul2_bits(fp4x2_to_half2<Q>(w2), s[2]);
-  v.w = hmul2_bits(fp4x2_to_half2<Q>(w3), s[3]);
-  *reinterpret_cast<uint4*>(row_dst + ((chunk ^ (r & 7)) << 4)) = v;  // 128B swizzle: chunk ^= row % 8
-}
-// Row r of the tile's A block: 64 FP4 values -> 64 fp16 in the swizzled K-major buffer. Word
-// h of scale block t (K 16t + 8h .. + 7) feeds k16 steps 2h and 2h + 1.
-__device__ __forceinline__ void dequantize_a_row(uint8_t* half_buf, const uint8_t* stage, int r) {
-  const uint4 lo = *reinterpret_cast<const uint4*>(stage + kStageA + r * 32);       // t = 0, 1
-  const uint4 hi = *reinterpret_cast<const uint4*>(stage + kStageA + r * 32 + 16);  // t = 2, 3
-  const uint32_t sf = *reinterpret_cast<const uint32_t*>(stage + kStageSfa + (r / 128) * 512 + scale_byte_in_atom(r, 0));
-  const __half2 s[4] = {scale_to_half2(sf & 0xFF), scale_to_half2((sf >> 8) & 0xFF), scale_to_half2((sf >> 16) & 0xFF),
-                        scale_to_half2(sf >> 24)};
-  uint8_t* row_dst = half_buf + r * 128;
-  store_a_chunk<0>(row_dst, r, 0, lo.x, lo.z, hi.x, hi.z, s);  // step 0
-  store_a_chunk<1>(row_dst, r, 1, lo.x, lo.z, hi.x, hi.z, s);
-  store_a_chunk<2>(row_dst, r, 2, lo.x, lo.z, hi.x, hi.z, s);  // step 1
-  store_a_chunk<3>(row_dst, r, 3, lo.x, lo.z, hi.x, hi.z, s);
-  store_a_chunk<0>(row_dst, r, 4, lo.y, lo.w, hi.y, hi.w, s);  // step 2
-  store_a_chunk<1>(row_dst, r, 5, lo.y, lo.w, hi.y, hi.w, s);
-  store_a_chunk<2>(row_dst, r, 6, lo.y, lo.w, hi.y, hi.w, s);  // step 3
-  store_a_chunk<3>(row_dst, r, 7, lo.y, lo.w, hi.y, hi.w, s);
+__device__ __forceinline__ uint4 a_chunk(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, const __half2 (&s)[4]) {
+  return uint4{hmul2_bits(fp4x2_to_half2<Q>(w0), s[0]), hmul2_bits(fp4x2_to_half2<Q>(w1), s[1]), hmul2_bits(fp4x2_to_half2<Q>(w2), s[2]),
+               hmul2_bits(fp4x2_to_half2<Q>(w3), s[3])};
 }
 
-// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (stage read by everyone), a_full[b]
-// (fp16 A buffer written), a_empty[b] (both consumer warpgroups' wgmma done reading it).
+// The prepass: item i of a group is (row r, K block kb): 64 FP4 values and their 4 scales -> 64
+// fp16 (128 bytes) of the workspace row in the K order above. Word h of scale block t (K 16t + 8h
+// .. + 7) feeds k16 steps 2h and 2h + 1. One y-slice of the grid per group.
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  const PrepassGroup& g = args.groups[blockIdx.y];
+  const int k_blocks = g.k / kBlockK, items = g.m * k_blocks;
+  for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < items; i += int(gridDim.x * blockDim.x)) {
+    const int r = i / k_blocks, kb = i % k_blocks;
+    const uint4* src = reinterpret_cast<const uint4*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
+    const uint4 lo = __ldg(src), hi = __ldg(src + 1);  // scale blocks t = 0, 1 and 2, 3
+    const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
+    const __half2 s[4] = {scale_to_half2(sf & 0xFF), scale_to_half2((sf >> 8) & 0xFF), scale_to_half2((sf >> 16) & 0xFF),
+                          scale_to_half2(sf >> 24)};
+    uint4* dst = reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK);
+    dst[0] = a_chunk<0>(lo.x, lo.z, hi.x, hi.z, s);  // step 0
+    dst[1] = a_chunk<1>(lo.x, lo.z, hi.x, hi.z, s);
+    dst[2] = a_chunk<2>(lo.x, lo.z, hi.x, hi.z, s);  // step 1
+    dst[3] = a_chunk<3>(lo.x, lo.z, hi.x, hi.z, s);
+    dst[4] = a_chunk<0>(lo.y, lo.w, hi.y, hi.w, s);  // step 2
+    dst[5] = a_chunk<1>(lo.y, lo.w, hi.y, hi.w, s);
+    dst[6] = a_chunk<2>(lo.y, lo.w, hi.y, hi.w, s);  // step 3
+    dst[7] = a_chunk<3>(lo.y, lo.w, hi.y, hi.w, s);
+  }
+}
+
+// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer's wgmma done with stage s).
 struct Barriers {
   uint32_t base;
   __device__ uint32_t full(int s) const { return base + 8 * s; }
   __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
-  __device__ uint32_t a_full(int b) const { return base + 8 * (2 * kStages + b); }
-  __device__ uint32_t a_empty(int b) const { return base + 8 * (2 * kStages + kHalfBuffers + b); }
 };
-constexpr int kDequantThreads = 96;  // warps 1-3 of the producer warpgroup
-constexpr int kStageReaders = kDequantThreads + kConsumerThreads;
-
-// Warps 1-3: each K block's A rows -> the fp16 ring, a block or two ahead of the consumers.
-__device__ __forceinline__ void dequantize(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
-  const int dt = threadIdx.x - 32;
-  uint32_t iter = 0;
-  for (int i = first; i < last; ++i) {
-    const Tile tile = unpack_tile(args.tiles[i]);
-    const GroupArgs& g = args.groups[tile.group];
-    const int a_rows = (min(g.m_chunk_rows, g.m - tile.m_chunk * g.m_chunk_rows) + 7) / 8 * 8;
-    for (int kb = 0; kb < g.k / kBlockK; ++kb, ++iter) {
-      const int s = iter % kStages, b = iter % kHalfBuffers;
-      const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
-      uint8_t* half_buf = smem + kSmemHalf + b * kHalfBufferBytes;
-      mbar_wait(bars.full(s), (iter / kStages) & 1);
-      mbar_wait(bars.a_empty(b), ((iter / kHalfBuffers) & 1) ^ 1);
-      for (int r = dt; r < a_rows; r += kDequantThreads) dequantize_a_row(half_buf, stage, r);
-      fence_proxy_async_smem();  // generic-proxy writes -> wgmma reads
-      mbar_arrive(bars.a_full(b));
-      mbar_arrive(bars.empty(s));
-    }
-  }
-}
 
 struct Consumer {
   uint8_t* smem;
   Barriers bars;
   int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
   int t;                    // lane % 4: the scale block of this thread's B fragments
-  bool leader;              // one thread per consumer warpgroup releases fp16 A buffers
-  uint32_t iter = 0;        // K blocks consumed so far (stage and fp16 buffer ring position)
-  int unreleased = -1;      // fp16 buffer whose wgmma may still be running
+  uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
+  int unreleased = -1;      // stage whose wgmma may still be running
 
-  // One K block with B fragments in frag[kBuf]: decode B, wait for A, issue the wgmma.
+  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows.
   template <int kBuf>
   __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
-    const int s = iter % kStages, b = iter % kHalfBuffers;
+    const int s = iter % kStages;
     const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
     mbar_wait(bars.full(s), (iter / kStages) & 1);
     load_b_fragments(frag[kBuf], stage, b_row, t);
-    mbar_arrive(bars.empty(s));
-    mbar_wait(bars.a_full(b), (iter / kHalfBuffers) & 1);
     wgmma_fence();
-    wgmma_k_block(acc, frag[kBuf], smem_desc_sw128(smem_u32(smem + kSmemHalf + b * kHalfBufferBytes)), n8, first);
+    wgmma_k_block(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
     wgmma_commit();
     wgmma_wait<1>();              // the previous K block's wgmma are done ...
-    release_unreleased();         // ... so its fp16 buffer ...
+    release_unreleased();         // ... so its stage ...
     keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
     keep_in_registers(frag[kBuf ^ 1][1]);
     keep_in_registers(frag[kBuf ^ 1][2]);
     keep_in_registers(frag[kBuf ^ 1][3]);
-    unreleased = b;
+    unreleased = s;
     ++iter;
   }
   __device__ __forceinline__ void release_unreleased() {
-    if (unreleased >= 0 && leader) mbar_arrive(bars.a_empty(unreleased));
+    if (unreleased >= 0) mbar_arrive(bars.empty(unreleased));
     unreleased = -1;
   }
 };
@@ -491,9 +472,8 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
     const Tile tile = unpack_tile(args.tiles[i]);
     const GroupArgs& g = args.groups[tile.group];
     const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
-    const int a_atoms = (min(g.m_chunk_rows, g.m - m0) + 127) / 128;
     const int k_blocks = g.k / kBlockK;
-    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK / 2 + 512 * (1 + a_atoms);
+    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
       const int s = iter % kStages;
       mbar_wait(bars.empty(s), ((iter / kStages) & 1) ^ 1);
@@ -501,17 +481,15 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
       const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
       mbar_arrive_expect_tx(full, bytes);
       tma_load_2d(stage + kStageB, &args.tmap_b[tile.group], kb * kBlockK / 2, n0, full, once);
-      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK / 2, m0, full, keep);
+      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK, m0, full, keep);
       bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
-      for (int a = 0; a < a_atoms; ++a)
-        bulk_load(stage + kStageSfa + a * 512, g.sfa + scale_atom_offset(m0 / 128 + a, kb, g.k), 512, full, keep);
     }
   }
 }
 
 __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, ct % 128 == 0};
+  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -543,11 +521,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
-      mbar_init(bars.empty(s), kStageReaders);
-    }
-    for (int b = 0; b < kHalfBuffers; ++b) {
-      mbar_init(bars.a_full(b), kDequantThreads);
-      mbar_init(bars.a_empty(b), 2);
+      mbar_init(bars.empty(s), kConsumerThreads);
     }
     fence_barrier_init();
   }
@@ -555,7 +529,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
     if (threadIdx.x == 0) produce(args, smem, bars, first, last);
-    else if (threadIdx.x >= 32) dequantize(args, smem, bars, first, last);
   } else {
     setmaxnreg_consumer();
     consume(args, smem, bars, first, last);
@@ -566,8 +539,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
   static constexpr int kKMultiple = sm90::kBlockK;
+  static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
   static const void* kernel(bool /*persistent*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm); }
-  // Packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
+  static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
+  static constexpr int kPrepassThreads = sm90::kPrepassThreads;
+  // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool /*byte_elements*/) {
     const cuuint64_t dims[2] = {cuuint64_t(k / 2), cuuint64_t(rows)};
@@ -576,6 +552,17 @@ struct Arch {
     const cuuint32_t element_strides[2] = {1, 1};
     return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, element_strides,
                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
+  // A after the prepass: fp16 rows [rows][K] in the workspace; a box is box_rows x 64 K (128 bytes),
+  // 128-byte swizzled: the K-major layout wgmma's shared-memory descriptor describes.
+  static CUresult encode_dequantized_a(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows) {
+    const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(k) * 2};
+    const cuuint32_t box[2] = {cuuint32_t(sm90::kBlockK), cuuint32_t(box_rows)};
+    const cuuint32_t element_strides[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   }
 };
@@ -1058,6 +1045,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 struct Arch {
   static constexpr int kTileM = sm100::kBlockM, kTileN = sm100::kBlockN, kThreads = sm100::kThreads, kSmemBytes = sm100::kSmemBytes;
   static constexpr int kKMultiple = sm100::kBlockK;
+  static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
+  static const void* prepass_kernel() { return nullptr; }
+  static constexpr int kPrepassThreads = 0;
+  static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
   static const void* kernel(bool persistent) {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
   }
@@ -1103,7 +1094,26 @@ struct GroupShape {
   void* c;
   int m, n, k;
   int chunk_rows = Arch::kTileM;  // A rows per tile
+  void* a_half = nullptr;         // the prepass's fp16 rows of A (sm_90a)
 };
+
+inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
+// Workspace bytes the prepass needs: fp16 rows of A for every group with work (0 without a prepass).
+inline int64_t workspace_bytes(const std::vector<GroupShape>& groups) {
+  int64_t bytes = 0;
+  for (const GroupShape& s : groups)
+    if (Arch::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
+  return bytes;
+}
+// Carves the workspace into each group's rows (16-byte aligned: K is a multiple of 64).
+inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
+  auto* next = static_cast<uint8_t*>(workspace);
+  for (GroupShape& s : groups)
+    if (Arch::kPrepass && has_tiles(s)) {
+      s.a_half = next;
+      next += int64_t(s.m) * s.k * 2;
+    }
+}
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
@@ -1193,12 +1203,10 @@ bool encode_fn(EncodeTiledFn* fn, Status& st) {
   return true;
 }
 
-bool encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows, bool byte_elements,
-                    Status& st) {
-  const CUresult r = Arch::encode_operand(encode, map, base, rows, k, box_rows, byte_elements);
+bool encoded(CUresult r, const char* operand, int rows, int k, int box_rows, Status& st) {
   if (r != CUDA_SUCCESS) {
-    char detail[96];
-    snprintf(detail, sizeof detail, "CUresult %d for %d rows, K=%d, box %d rows", int(r), rows, k, box_rows);
+    char detail[112];
+    snprintf(detail, sizeof detail, "CUresult %d for %s: %d rows, K=%d, box %d rows", int(r), operand, rows, k, box_rows);
     return st.fail("cuTensorMapEncodeTiled failed", detail);
   }
   return true;
@@ -1206,6 +1214,8 @@ bool encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, in
 
 struct Plan {
   std::vector<LaunchArgs> launches;
+  std::vector<PrepassArgs> prepasses;  // sm_90a: one before each launch
+  std::vector<dim3> prepass_grids;     // x: blocks per group, y: the launch's groups
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   cudaGraphExec_t graph = nullptr;
@@ -1235,13 +1245,24 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
   for (const ScheduledLaunch& sched : schedule(groups, num_sms)) {
     LaunchArgs& args = plan.launches.emplace_back();
     std::memset(&args, 0, sizeof args);
+    PrepassArgs prepass;
+    std::memset(&prepass, 0, sizeof prepass);
+    int max_items = 0;
     for (size_t i = 0; i < sched.groups.size(); ++i) {
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
       ga.a_box_rows = a_box_rows(s.m, s.chunk_rows);
-      if (!encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements, st) ||
-          !encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements, st))
+      if (Arch::kPrepass) {
+        if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
+        prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
+                                         s.m, s.k};
+        max_items = std::max(max_items, s.m * (s.k / Arch::kKMultiple));
+      }
+      const CUresult a_map = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[i], s.a_half, s.m, s.k, ga.a_box_rows)
+                                            : Arch::encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements);
+      if (!encoded(a_map, "A", s.m, s.k, ga.a_box_rows, st) ||
+          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN, st))
         return false;
       ga.sfa = static_cast<const uint8_t*>(s.sfa);
       ga.sfb = static_cast<const uint8_t*>(s.sfb);
@@ -1258,6 +1279,12 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     args.cta_first_tile[sched.ctas.size()] = uint16_t(next);
     plan.grids.push_back(int(sched.ctas.size()));
     plan.persistent.push_back(next > int(sched.ctas.size()));
+    if (Arch::kPrepass) {
+      const int groups = int(sched.groups.size());
+      const int per_group = std::max(1, std::min(ceil_div(max_items, Arch::kPrepassThreads), ceil_div(4 * num_sms, groups)));
+      plan.prepasses.push_back(prepass);
+      plan.prepass_grids.push_back(dim3(unsigned(per_group), unsigned(groups)));
+    }
   }
   return true;
 }
@@ -1270,6 +1297,10 @@ bool prepare_kernels(Status& st) {
 
 bool launch_plan(Plan& plan, cudaStream_t stream, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
+    if (Arch::kPrepass) {
+      void* prepass_argv[] = {&plan.prepasses[i]};
+      NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, stream));
+    }
     void* argv[] = {&plan.launches[i]};
     NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
                                         size_t(Arch::kSmemBytes), stream));
@@ -1281,21 +1312,29 @@ bool instantiate_plan(Plan& plan, Status& st) {
   cudaGraph_t graph;
   NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
   cudaGraphNode_t prev = nullptr;
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    void* argv[] = {&plan.launches[i]};
+  // One kernel node after the previous one (the nodes form a chain, like the launches on a stream).
+  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args) {
+    void* argv[] = {args};
     cudaKernelNodeParams p{};
-    p.func = const_cast<void*>(Arch::kernel(plan.persistent[i]));
-    p.gridDim = dim3(unsigned(plan.grids[i]));
-    p.blockDim = dim3(Arch::kThreads);
-    p.sharedMemBytes = unsigned(Arch::kSmemBytes);
+    p.func = const_cast<void*>(func);
+    p.gridDim = grid;
+    p.blockDim = block;
+    p.sharedMemBytes = smem;
     p.kernelParams = argv;
     cudaGraphNode_t node;
     const cudaError_t e = cudaGraphAddKernelNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0, &p);
+    prev = node;
+    return e;
+  };
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    cudaError_t e = cudaSuccess;
+    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i]);
+    if (e == cudaSuccess)
+      e = add(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes), &plan.launches[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("cudaGraphAddKernelNode", cudaGetErrorString(e));
     }
-    prev = node;
   }
   const cudaError_t e = cudaGraphInstantiate(&plan.graph, graph, 0);
   cudaGraphDestroy(graph);
@@ -1319,14 +1358,22 @@ static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed,
 }
 
 // packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
+// Bytes of device memory a plan for these groups needs as its workspace (0: none).
+int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
+  return nvfp4::host::workspace_bytes(unpack_groups(packed, num_groups));
+}
 // dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
 // that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int dry_run, void** plan_out, char* err, int err_len) {
+// workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int dry_run, void* workspace, void** plan_out, char* err,
+                      int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(unpack_groups(packed, num_groups), num_sms, dry_run == 2, *plan, st)) {
+  std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
+  assign_workspace(groups, workspace);
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -1526,7 +1573,8 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     c_int, c_void, c_char = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
     ptr = ctypes.POINTER
     signatures = {
-        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, ptr(c_void), c_char, c_int]),
+        "nvfp4_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64), c_int]),
+        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_void, ptr(c_void), c_char, c_int]),
         "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
         "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),
         "nvfp4_graph_launch": (c_int, [c_void, c_void]),
@@ -1563,39 +1611,53 @@ _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the t
 
 
 class _Plan:
-    """A launch plan made in C++, its CUDA graph once built, and whether it still vouches for its tensors.
+    """A launch plan made in C++, its workspace, its CUDA graph once built, and whether it still
+    vouches for its tensors.
 
     The cache key holds the ids of the tensor objects the plan was validated for; the plan vouches
     for them while every one is alive. Once one dies, another object may reuse its id (and its
-    address): the next call with that key is validated again before anything runs.
+    address): the next call with that key is validated again before anything runs, and a plan
+    nobody revives is released at the next miss (its workspace returns to torch's allocator).
     """
 
-    __slots__ = ("handle", "graph", "alive", "last_used", "_refs", "__weakref__")
+    __slots__ = ("key", "handle", "workspace", "streams", "graph", "alive", "last_used", "_refs", "_dead", "__weakref__")
 
-    def __init__(self, handle: int):
+    def __init__(self, key, handle: int, workspace: torch.Tensor | None, stream: int, dead: list):
+        self.key = key
         self.handle = handle
+        self.workspace = workspace  # device memory the plan's launches use (the prepass's fp16 A rows)
+        self.streams = {stream}     # streams its launches went to (the workspace was allocated on the first)
         self.graph = None
         self.alive = False
         self.last_used = 0
         self._refs = ()
+        self._dead = dead
 
     def vouch(self, tensors) -> None:
         self._refs = [weakref.ref(t, self._forget) for t in tensors]
         self.alive = True
 
     def _forget(self, _ref) -> None:
-        self.alive = False
+        if self.alive:
+            self.alive = False
+            self._dead.append(self.key)
+
+    def use_stream(self, stream: int) -> None:
+        """A launch on another stream: torch must not reuse the workspace before that stream's work is done."""
+        if self.workspace is not None:
+            self.workspace.record_stream(torch.cuda.ExternalStream(stream))
+        self.streams.add(stream)
 
 
 class KernelPath:
     """A compiled CUDA path for one architecture: a cache of launch plans and the per-call hot path.
 
-    A plan (tile schedule, tensor maps, kernel arguments) is keyed by the call's full signature:
-    every data pointer and every tensor object of every group, and every problem size. The first
-    call with a signature validates the input, makes the plan and launches it directly; the second
-    builds the plan's CUDA graph; every later call with the same (still alive) tensors replays that
-    graph. At most `capacity` plans are kept, the least recently used one is evicted (its graph
-    destroyed) when a new one would exceed that.
+    A plan (tile schedule, tensor maps, kernel arguments, workspace) is keyed by the call's full
+    signature: every data pointer and every tensor object of every group, and every problem size.
+    The first call with a signature validates the input, makes the plan and launches it directly;
+    the second builds the plan's CUDA graph; every later call with the same (still alive) tensors
+    replays that graph. Plans whose tensors died are released at the next miss; at most `capacity`
+    plans are kept, the least recently used one is released when a new one would exceed that.
     """
 
     def __init__(self, lib: ctypes.CDLL, device: torch.device, capacity: int = 128):
@@ -1605,10 +1667,12 @@ class KernelPath:
         tile_m, tile_n, k_multiple = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         self.lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
         self.k_multiple = k_multiple.value
+        self.device = device
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
         self.capacity = capacity
         self._plans = {}
-        self._calls = 0  # the clock of last_used
+        self._dead = []   # keys of plans whose tensors died (appended by weakref callbacks)
+        self._calls = 0   # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
 
     def __call__(self, data: input_t) -> output_t:
@@ -1628,11 +1692,14 @@ class KernelPath:
         return self._uncached_call(key, plan, tensors, data)
 
     def _replay(self, plan: _Plan, stream: int) -> None:
+        if stream not in plan.streams:
+            plan.use_stream(stream)
         rc = self._graph_launch(plan.graph, stream)
         if rc:
             raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
 
     def _uncached_call(self, key, plan, tensors, data) -> output_t:
+        self._release_dead()
         err = ctypes.create_string_buffer(512)
         if plan is None or not plan.alive:
             validate(data)
@@ -1643,9 +1710,8 @@ class KernelPath:
         stream = _current_stream()
         if plan is None:
             while len(self._plans) >= self.capacity:
-                evicted = min(self._plans, key=lambda k: self._plans[k].last_used)
-                self.lib.nvfp4_plan_destroy(self._plans.pop(evicted).handle)
-            plan = self._plans[key] = self._create_plan(data, err)
+                self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
+            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err), stream, self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, stream, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
         else:
@@ -1660,20 +1726,39 @@ class KernelPath:
             plan.vouch(tensors)
         return [group[2] for group in data[0]]
 
-    def _create_plan(self, data, err) -> _Plan:
-        return _Plan(create_plan(self.lib, data, self.num_sms, 0, err))
+    def _release_dead(self) -> None:
+        while self._dead:
+            plan = self._plans.get(self._dead.pop())
+            if plan is not None and not plan.alive:
+                self._release(plan.key)
+
+    def _release(self, key) -> None:
+        """Drop a plan: its graph is destroyed (CUDA frees an executable graph still in flight when it
+        completes) and its workspace goes back to torch's allocator, which reuses it only after the
+        work already queued on the streams it was used on."""
+        plan = self._plans.pop(key)
+        self.lib.nvfp4_plan_destroy(plan.handle)
+        plan.workspace = None  # now, not when the cycle plan -> weakref -> callback is collected
+        plan._refs = ()
 
 
-def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err) -> int:
-    """A C++ plan for `data` (the handle); dry_run as nvfp4_plan_create takes it. ValueError on refusal."""
+def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err) -> tuple[int, torch.Tensor | None]:
+    """A C++ plan for `data` and the workspace it uses (keep it alive as long as the plan).
+
+    Returns (handle, workspace or None); dry_run as nvfp4_plan_create takes it. ValueError on refusal.
+    """
     abc, _, sf_reordered, sizes = data
     packed = []
     for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sf_reordered, sizes):
         packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
+    packed = (ctypes.c_int64 * len(packed))(*packed)
+    nbytes = lib.nvfp4_workspace_bytes(packed, len(sizes))
+    workspace = torch.empty(nbytes, dtype=torch.uint8, device=abc[0][0].device) if nbytes else None
     handle = ctypes.c_void_p()
-    if lib.nvfp4_plan_create((ctypes.c_int64 * len(packed))(*packed), len(sizes), num_sms, dry_run, ctypes.byref(handle), err, len(err)):
+    pointer = workspace.data_ptr() if workspace is not None else None
+    if lib.nvfp4_plan_create(packed, len(sizes), num_sms, dry_run, pointer, ctypes.byref(handle), err, len(err)):
         raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
-    return handle.value
+    return handle.value, workspace
 
 
 def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:

@@ -146,7 +146,7 @@ def run_poisoned(path, data):
 
 def launches(path, data) -> list[tuple[int, int, bool]]:
     """(CTAs, tiles, persistent kernel) of each launch the plan for `data` makes."""
-    handle = submission.create_plan(path.lib, data, path.num_sms, 1, ctypes.create_string_buffer(256))
+    handle, _ = submission.create_plan(path.lib, data, path.num_sms, 1, ctypes.create_string_buffer(256))
     try:
         out = []
         for launch in range(path.lib.nvfp4_plan_launch_count(handle)):

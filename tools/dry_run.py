@@ -34,7 +34,8 @@ def byte_element_maps(lib) -> bool:
     return lib.nvfp4_arch() == 100 and torch.cuda.get_device_capability()[0] < 10
 
 
-def plan_for(lib, data, num_sms) -> int:
+def plan_for(lib, data, num_sms):
+    """(handle, workspace) of a plan that is only inspected, never launched."""
     mode = 2 if byte_element_maps(lib) else 1
     return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512))
 
@@ -45,7 +46,7 @@ def check_case(lib, data, num_sms) -> list[str]:
     tile_m, tile_n, k_multiple = (ctypes.c_int() for _ in range(3))
     lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
     try:
-        handle = plan_for(lib, data, num_sms)
+        handle, _workspace = plan_for(lib, data, num_sms)
     except ValueError as e:
         return [str(e)]
     problems, seen = [], {}
