@@ -1699,7 +1699,7 @@ class KernelPath:
             raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
 
     def _uncached_call(self, key, plan, tensors, data) -> output_t:
-        self._release_dead()
+        self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         if plan is None or not plan.alive:
             validate(data)
@@ -1726,10 +1726,10 @@ class KernelPath:
             plan.vouch(tensors)
         return [group[2] for group in data[0]]
 
-    def _release_dead(self) -> None:
+    def _release_dead(self, keep) -> None:
         while self._dead:
             plan = self._plans.get(self._dead.pop())
-            if plan is not None and not plan.alive:
+            if plan is not None and not plan.alive and plan.key != keep:
                 self._release(plan.key)
 
     def _release(self, key) -> None:

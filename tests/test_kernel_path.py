@@ -103,6 +103,14 @@ def test_same_addresses_with_new_shapes_never_replay_a_stale_graph(path):
             assert_matches_exact(out, data)
 
 
+def test_inputs_cloned_for_every_call_reuse_addresses_and_ids_safely(path):
+    """The leaderboard may clone the inputs per call: each clone dies after its call, and the next
+    one often lands at the same addresses with the same object ids (a dead plan's key)."""
+    data = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=11)
+    for _ in range(6):
+        check(path, data, calls=1)
+
+
 def test_other_b_pointer_with_the_same_first_buffers(path):
     data = generate_full_range_input((64, 64), (128, 128), (256, 256), 2, seed=8)
     check(path, data, calls=3)
