@@ -1,9 +1,12 @@
 """NVFP4 block-scaled grouped GEMM: C_i = (A_i * SFA_i) @ (B_i * SFB_i)^T in fp16, for every group i.
 
 One self-contained file (the leaderboard's unit). `custom_kernel` dispatches on the device:
-- compute capability 9.0 (H100, H200): a fused FP4-dequantize + wgmma kernel (sm_90a);
+- compute capability 10.x (B200 class): the tcgen05 block-scaled FP4 kernel (sm_100a; never run
+  on a B200 here, its data path run on an H200 with tcgen05 emulated: NVFP4_EMULATE_TCGEN05=1);
+- compute capability 9.0 (H100, H200): a prepass dequantizing A, then a wgmma GEMM that decodes
+  FP4 B into its register fragments (sm_90a);
 - anything else, the CPU included: a portable PyTorch path (exact decode, fp32 accumulation).
-The CUDA kernel is JIT-built with `load_inline`; each problem signature gets a launch plan,
+The CUDA kernels are JIT-built with `load_inline`; each problem signature gets a launch plan,
 and from its second call on, a CUDA graph replayed through ctypes.
 """
 import ctypes
