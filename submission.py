@@ -239,21 +239,13 @@ __device__ __forceinline__ void st_global_v4_streaming(void* p, uint4 v) {
 
 #if NVFP4_ARCH == 90
 // ============================================================================ FP4 / FP8 decoding
-// Two E2M1 codes, nibbles Q and Q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
+// Two E2M1 codes, nibbles q and q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
 // sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
 // (0.5) becomes an fp16 subnormal and every other code a normal with the same significand.
-template <int Q>
-__device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w) {
-  static_assert(Q >= 0 && Q < 4, "nibble pair out of range");
-  uint32_t sign, magnitude;
-  if constexpr (Q == 3) {
-    sign = w;
-    magnitude = w >> 3;
-  } else {
-    sign = w << (12 - 4 * Q);
-    magnitude = w << (9 - 4 * Q);
-  }
-  return (sign & 0x80008000u) | (magnitude & 0x0E000E00u);
+// (With q a constant the compiler folds the shifts into one per half.)
+__device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
+  const uint32_t x = w >> (4 * q);
+  return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
 }
 // E4M3 scale byte to fp16 scale * 2^7, exactly (at most 448 * 128 = 57344). Multiplying a decoded
 // code (value * 2^-14) by it gives value * scale * 2^-7: at most 6 significant bits, so exact in
@@ -347,53 +339,41 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
   const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
   const __half2 sa = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row, t)]);
   const __half2 sb = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row + 8, t)]);
-  frag[0][0] = hmul2_bits(fp4x2_to_half2<0>(wa.x), sa);
-  frag[0][1] = hmul2_bits(fp4x2_to_half2<0>(wb.x), sb);
-  frag[0][2] = hmul2_bits(fp4x2_to_half2<1>(wa.x), sa);
-  frag[0][3] = hmul2_bits(fp4x2_to_half2<1>(wb.x), sb);
-  frag[1][0] = hmul2_bits(fp4x2_to_half2<2>(wa.x), sa);
-  frag[1][1] = hmul2_bits(fp4x2_to_half2<2>(wb.x), sb);
-  frag[1][2] = hmul2_bits(fp4x2_to_half2<3>(wa.x), sa);
-  frag[1][3] = hmul2_bits(fp4x2_to_half2<3>(wb.x), sb);
-  frag[2][0] = hmul2_bits(fp4x2_to_half2<0>(wa.y), sa);
-  frag[2][1] = hmul2_bits(fp4x2_to_half2<0>(wb.y), sb);
-  frag[2][2] = hmul2_bits(fp4x2_to_half2<1>(wa.y), sa);
-  frag[2][3] = hmul2_bits(fp4x2_to_half2<1>(wb.y), sb);
-  frag[3][0] = hmul2_bits(fp4x2_to_half2<2>(wa.y), sa);
-  frag[3][1] = hmul2_bits(fp4x2_to_half2<2>(wb.y), sb);
-  frag[3][2] = hmul2_bits(fp4x2_to_half2<3>(wa.y), sa);
-  frag[3][3] = hmul2_bits(fp4x2_to_half2<3>(wb.y), sb);
+  frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
+  frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
+  frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
+  frag[0][3] = hmul2_bits(fp4x2_to_half2(wb.x, 1), sb);
+  frag[1][0] = hmul2_bits(fp4x2_to_half2(wa.x, 2), sa);
+  frag[1][1] = hmul2_bits(fp4x2_to_half2(wb.x, 2), sb);
+  frag[1][2] = hmul2_bits(fp4x2_to_half2(wa.x, 3), sa);
+  frag[1][3] = hmul2_bits(fp4x2_to_half2(wb.x, 3), sb);
+  frag[2][0] = hmul2_bits(fp4x2_to_half2(wa.y, 0), sa);
+  frag[2][1] = hmul2_bits(fp4x2_to_half2(wb.y, 0), sb);
+  frag[2][2] = hmul2_bits(fp4x2_to_half2(wa.y, 1), sa);
+  frag[2][3] = hmul2_bits(fp4x2_to_half2(wb.y, 1), sb);
+  frag[3][0] = hmul2_bits(fp4x2_to_half2(wa.y, 2), sa);
+  frag[3][1] = hmul2_bits(fp4x2_to_half2(wb.y, 2), sb);
+  frag[3][2] = hmul2_bits(fp4x2_to_half2(wa.y, 3), sa);
+  frag[3][3] = hmul2_bits(fp4x2_to_half2(wb.y, 3), sb);
 }
 
-// One 16-byte chunk of a dequantized A row: positions 2t, 2t+1 hold nibbles Q, Q + 4 of word t.
-template <int Q>
-__device__ __forceinline__ uint4 a_chunk(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, const __half2 (&s)[4]) {
-  return uint4{hmul2_bits(fp4x2_to_half2<Q>(w0), s[0]), hmul2_bits(fp4x2_to_half2<Q>(w1), s[1]), hmul2_bits(fp4x2_to_half2<Q>(w2), s[2]),
-               hmul2_bits(fp4x2_to_half2<Q>(w3), s[3])};
-}
-
-// The prepass: item i of a group is (row r, K block kb): 64 FP4 values and their 4 scales -> 64
-// fp16 (128 bytes) of the workspace row in the K order above. Word h of scale block t (K 16t + 8h
-// .. + 7) feeds k16 steps 2h and 2h + 1. One y-slice of the grid per group.
+// The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
+// nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
+// order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
+// consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
   const PrepassGroup& g = args.groups[blockIdx.y];
-  const int k_blocks = g.k / kBlockK, items = g.m * k_blocks;
-  for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < items; i += int(gridDim.x * blockDim.x)) {
-    const int r = i / k_blocks, kb = i % k_blocks;
-    const uint4* src = reinterpret_cast<const uint4*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
-    const uint4 lo = __ldg(src), hi = __ldg(src + 1);  // scale blocks t = 0, 1 and 2, 3
+  const int k_blocks = g.k / kBlockK;
+  const int64_t chunks = int64_t(g.m) * k_blocks * 8;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
+    const int item = int(c / 8), j = int(c % 8), q = j % 4, h = j / 4;
+    const int r = item / k_blocks, kb = item % k_blocks;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
     const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
-    const __half2 s[4] = {scale_to_half2(sf & 0xFF), scale_to_half2((sf >> 8) & 0xFF), scale_to_half2((sf >> 16) & 0xFF),
-                          scale_to_half2(sf >> 24)};
-    uint4* dst = reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK);
-    dst[0] = a_chunk<0>(lo.x, lo.z, hi.x, hi.z, s);  // step 0
-    dst[1] = a_chunk<1>(lo.x, lo.z, hi.x, hi.z, s);
-    dst[2] = a_chunk<2>(lo.x, lo.z, hi.x, hi.z, s);  // step 1
-    dst[3] = a_chunk<3>(lo.x, lo.z, hi.x, hi.z, s);
-    dst[4] = a_chunk<0>(lo.y, lo.w, hi.y, hi.w, s);  // step 2
-    dst[5] = a_chunk<1>(lo.y, lo.w, hi.y, hi.w, s);
-    dst[6] = a_chunk<2>(lo.y, lo.w, hi.y, hi.w, s);  // step 3
-    dst[7] = a_chunk<3>(lo.y, lo.w, hi.y, hi.w, s);
+    uint32_t out[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
+    reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
 }
 
@@ -1284,7 +1264,8 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     plan.persistent.push_back(next > int(sched.ctas.size()));
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
-      const int per_group = std::max(1, std::min(ceil_div(max_items, Arch::kPrepassThreads), ceil_div(4 * num_sms, groups)));
+      // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
+      const int per_group = std::max(1, std::min(ceil_div(8 * max_items, Arch::kPrepassThreads), ceil_div(16 * num_sms, groups)));
       plan.prepasses.push_back(prepass);
       plan.prepass_grids.push_back(dim3(unsigned(per_group), unsigned(groups)));
     }
