@@ -1116,7 +1116,7 @@ struct ScheduledLaunch {
 inline int count_tiles(const std::vector<GroupShape>& groups) {
   int tiles = 0;
   for (const GroupShape& s : groups)
-    if (s.m > 0 && s.n > 0) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
   return tiles;
 }
 
@@ -1140,7 +1140,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
   std::vector<Item> items;
   for (int g = 0; g < int(groups.size()); ++g) {
     const GroupShape& s = groups[g];
-    if (s.m <= 0 || s.n <= 0) continue;
+    if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
       for (int nb = 0; nb < ceil_div(s.n, Arch::kTileN); ++nb)
         items.push_back({g, mc, nb, tile_cost(std::min(s.chunk_rows, s.m - mc * s.chunk_rows), s.k)});
@@ -1651,7 +1651,6 @@ class KernelPath:
         tile_m, tile_n, k_multiple = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         self.lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
         self.k_multiple = k_multiple.value
-        self.device = device
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
         self.capacity = capacity
         self._plans = {}

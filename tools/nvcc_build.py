@@ -33,12 +33,16 @@ def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, s
     if not lib.exists() or not log_path.exists():
         cu = BUILD / f"nvfp4_{digest}.cu"
         cu.write_text(source)
-        cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", *flags, str(cu), "-o", str(lib)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"nvcc failed for sm_{target}:\n{(proc.stdout + proc.stderr)[-4000:]}")
-        log_path.write_text(proc.stdout + proc.stderr)
+        log_path.write_text(_nvcc(["-Xptxas", "-v", *flags, str(cu)], lib, f"sm_{target}"))
     return lib, log_path.read_text()
+
+
+def _nvcc(args: list[str], lib: Path, what: str) -> str:
+    """Compile a shared library with nvcc; its output (the ptxas report with -Xptxas -v)."""
+    proc = subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(lib)], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"nvcc failed for {what}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return proc.stdout + proc.stderr
 
 
 def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None) -> ctypes.CDLL:
@@ -56,8 +60,5 @@ def build_probes(probe_source: Path) -> ctypes.CDLL:
     if not lib.exists():
         header = BUILD / f"nvfp4_{digest}.cuh"
         header.write_text(source)
-        cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", *flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source), "-o", str(lib)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"nvcc failed for {probe_source.name}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+        _nvcc([*flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source)], lib, probe_source.name)
     return ctypes.CDLL(str(lib))
