@@ -275,6 +275,7 @@ constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 namespace sm90 {
 constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
 constexpr int kConsumerThreads = 256;
+constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kTileN = 128;            // B rows per tile
 constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
 constexpr int kBlockK = 64;            // K elements per pipeline stage
@@ -326,7 +327,9 @@ template <int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d);
 @WGMMA_RS_SPECIALIZATIONS@
 
-// The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns).
+// The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
+// group. (The commit sits in each case: after the switch, ptxas would emit an extra empty wgmma to
+// carry it, whose group, the newest, makes wgmma_wait<1> wait for this K block's own wgmma.)
 __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8, bool first) {
   switch (n8) {
 @WGMMA_K_BLOCK_CASES@
@@ -377,7 +380,7 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   }
 }
 
-// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer's wgmma done with stage s).
+// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
 struct Barriers {
   uint32_t base;
   __device__ uint32_t full(int s) const { return base + 8 * s; }
@@ -389,6 +392,7 @@ struct Consumer {
   Barriers bars;
   int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
   int t;                    // lane % 4: the scale block of this thread's B fragments
+  bool warp_leader;         // lane 0: arrives for its warp
   uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
   int unreleased = -1;      // stage whose wgmma may still be running
 
@@ -401,7 +405,6 @@ struct Consumer {
     load_b_fragments(frag[kBuf], stage, b_row, t);
     wgmma_fence();
     wgmma_k_block(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
-    wgmma_commit();
     wgmma_wait<1>();              // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
     keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
@@ -411,8 +414,9 @@ struct Consumer {
     unreleased = s;
     ++iter;
   }
+  // After this warp's wgmma_wait, which is warp-synchronous: one arrival speaks for the warp.
   __device__ __forceinline__ void release_unreleased() {
-    if (unreleased >= 0) mbar_arrive(bars.empty(unreleased));
+    if (unreleased >= 0 && warp_leader) mbar_arrive(bars.empty(unreleased));
     unreleased = -1;
   }
 };
@@ -472,7 +476,7 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
 
 __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4};
+  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -504,7 +508,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
-      mbar_init(bars.empty(s), kConsumerThreads);
+      mbar_init(bars.empty(s), kConsumerWarps);
     }
     fence_barrier_init();
   }
@@ -1105,8 +1109,10 @@ inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
 inline int a_box_rows(int m, int chunk_rows) {
   return NVFP4_ARCH == 100 ? chunk_rows : std::min(chunk_rows, round_up(std::max(m, 1), 8));
 }
-// Relative cost of a tile for load balancing: its tensor work plus a fixed share for its B rows.
-inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 32); }
+// Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
+// (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
+// weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
+inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
 
 struct ScheduledLaunch {
   std::vector<int> groups;                  // global index of each of the launch's groups
@@ -1487,7 +1493,7 @@ def _wgmma_k_block_cases() -> str:
         steps = " ".join(
             f"wgmma_rs<{8 * n8}>(acc, frag[{j}], desc + {2 * j}, {'first ? 0 : 1' if j == 0 else 1});" for j in range(4)
         )
-        cases.append(f"    case {n8}: {steps} break;")
+        cases.append(f"    case {n8}: {steps} wgmma_commit(); break;")
     return "\n".join(cases)
 
 
