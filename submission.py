@@ -294,6 +294,10 @@ constexpr int kPrepassThreads = 256;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
+// Programmatic dependent launch: the GEMM may start while the prepass runs (its launch and set-up
+// overlap the prepass's tail); only what reads the prepass's output waits for the prepass to finish.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -365,6 +369,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
 // order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
 // consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  allow_dependent_launch();
   const PrepassGroup& g = args.groups[blockIdx.y];
   const int k_blocks = g.k / kBlockK;
   const int64_t chunks = int64_t(g.m) * k_blocks * 8;
@@ -454,6 +459,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
 
 __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
+  wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
   uint32_t iter = 0;
   for (int i = first; i < last; ++i) {
     const Tile tile = unpack_tile(args.tiles[i]);
@@ -1292,8 +1298,17 @@ bool launch_plan(Plan& plan, cudaStream_t stream, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, stream));
     }
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
-                                        size_t(Arch::kSmemBytes), stream));
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(plan.grids[i]));
+    config.blockDim = dim3(Arch::kThreads);
+    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+    config.stream = stream;
+    cudaLaunchAttribute after_prepass{};  // the GEMM may launch before the prepass ends (it waits where it must)
+    after_prepass.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    after_prepass.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &after_prepass;
+    config.numAttrs = Arch::kPrepass ? 1 : 0;
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i]), argv));
   }
   return true;
 }
@@ -1302,8 +1317,9 @@ bool instantiate_plan(Plan& plan, Status& st) {
   cudaGraph_t graph;
   NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
   cudaGraphNode_t prev = nullptr;
-  // One kernel node after the previous one (the nodes form a chain, like the launches on a stream).
-  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args) {
+  // One kernel node after the previous one (the nodes form a chain, like the launches on a stream);
+  // a programmatic edge lets it launch before the previous one ends, as launch_plan's attribute does.
+  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic) {
     void* argv[] = {args};
     cudaKernelNodeParams p{};
     p.func = const_cast<void*>(func);
@@ -1312,15 +1328,24 @@ bool instantiate_plan(Plan& plan, Status& st) {
     p.sharedMemBytes = smem;
     p.kernelParams = argv;
     cudaGraphNode_t node;
-    const cudaError_t e = cudaGraphAddKernelNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0, &p);
+    cudaError_t e = cudaGraphAddKernelNode(&node, graph, nullptr, 0, &p);
+    if (e == cudaSuccess && prev) {
+      cudaGraphEdgeData edge{};
+      if (programmatic) {
+        edge.from_port = cudaGraphKernelNodePortProgrammatic;
+        edge.type = cudaGraphDependencyTypeProgrammatic;
+      }
+      e = cudaGraphAddDependencies(graph, &prev, &node, &edge, 1);
+    }
     prev = node;
     return e;
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
-    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i]);
+    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes), &plan.launches[i]);
+      e = add(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
+              &plan.launches[i], Arch::kPrepass);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("cudaGraphAddKernelNode", cudaGetErrorString(e));
