@@ -294,12 +294,12 @@ constexpr int kPrepassThreads = 256;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
+__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
+__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 // Programmatic dependent launch: the GEMM may start while the prepass runs (its launch and set-up
 // overlap the prepass's tail); only what reads the prepass's output waits for the prepass to finish.
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
-__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -1348,7 +1348,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
               &plan.launches[i], Arch::kPrepass);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
-      return st.fail("cudaGraphAddKernelNode", cudaGetErrorString(e));
+      return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));
     }
   }
   const cudaError_t e = cudaGraphInstantiate(&plan.graph, graph, 0);
