@@ -28,6 +28,20 @@ def lib(request):
     return load(request.param)
 
 
+def test_sm90_build_keeps_wgmma_pipelined():
+    """ptxas serializes wgmma, silently apart from an info note, when it cannot prove the pipeline
+    safe (a per-tile K loop for each wgmma N did that); the build must carry no such note."""
+    from check_cuda import WGMMA_SERIALIZED
+    from nvcc_build import build
+
+    note = ("ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+            "insufficient register resources for the function '_ZN5nvfp44sm9012grouped_gemmENS_10LaunchArgsE'")
+    assert [m.group(1) for m in WGMMA_SERIALIZED.finditer(note)] == ["C7512"]
+    _, log = build(90)
+    serialized = WGMMA_SERIALIZED.search(log)
+    assert serialized is None, serialized.group(0)
+
+
 def test_kernel_selection_by_compute_capability():
     import submission
 

@@ -2,7 +2,9 @@
 
     python tools/check_cuda.py [--arch 90 100]
 
-Fails on a compile error, a register spill or a stack frame in any kernel. Also compiles the test
+Fails on a compile error, a register spill or a stack frame in any kernel, or when ptxas reports
+that it serialized the wgmma pipeline (its "Potential Performance Loss" notes C7510-C7520: the
+kernel stays correct but each wgmma waits for the previous one). Also compiles the test
 build of the sm_100a kernel with tcgen05 emulated for sm_90a (it must compile; its emulation code
 may use a stack). Needs nvcc (13.0 or newer), no GPU. The libraries and ptxas logs stay in build/
 (the tests reuse them).
@@ -14,6 +16,7 @@ import sys
 from nvcc_build import build, submission
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")
 
 
 def check(arch: int) -> list[str]:
@@ -27,10 +30,11 @@ def check(arch: int) -> list[str]:
     for stack, spill_st, spill_ld in reports:
         if int(stack) or int(spill_st) or int(spill_ld):
             problems.append(f"sm_{target}: {stack} bytes stack frame, {spill_st} bytes spill stores, {spill_ld} bytes spill loads")
+    serialized = [f"sm_{target}: ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
     registers = ", ".join(re.findall(r"Used (\d+) registers", log))
     print(f"sm_{target}: {len(reports)} kernel(s), registers {registers}; stack frames and spills: "
-          f"{'none' if not problems else 'FOUND'}", flush=True)
-    return problems
+          f"{'FOUND' if problems else 'none'}; serialized wgmma: {'FOUND' if serialized else 'none'}", flush=True)
+    return problems + serialized
 
 
 def check_emulation_build() -> list[str]:
