@@ -29,7 +29,7 @@ profile: deps
 diff: deps
 	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
 
-check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills or stack frames
+check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
 	$(PYTHON) tools/check_cuda.py
 
 dry-run: deps  ## build the sm_100a launch arguments on this GPU (any CUDA GPU) without launching; check them
