@@ -1492,10 +1492,13 @@ int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
 """
 
 
+_TILE_N8 = range(1, 33)  # wgmma N / 8 of an sm_90a tile: 8 to 256 A rows (kTileM)
+
+
 def _wgmma_rs_specializations() -> str:
-    """wgmma_rs<N> for every N the tile can need (8..256): inline PTX needs literal operand lists."""
+    """wgmma_rs<N> for every N a tile can need: inline PTX needs literal operand lists."""
     out = []
-    for n in range(8, 257, 8):
+    for n in (8 * n8 for n8 in _TILE_N8):
         regs = n // 2
         d = ", ".join(f"%{i}" for i in range(regs))
         a = ", ".join(f"%{regs + i}" for i in range(4))
@@ -1510,7 +1513,7 @@ def _wgmma_rs_specializations() -> str:
     return "\n".join(out)
 
 
-def _wgmma_k_block_tree(lo: int = 1, hi: int = 33, indent: int = 2) -> str:
+def _wgmma_k_block_tree(lo: int = _TILE_N8.start, hi: int = _TILE_N8.stop, indent: int = 2) -> str:
     """A binary tree of comparisons on n8 in [lo, hi) whose leaves issue the four k16 steps of a K
     block with wgmma N = 8 * n8 (descriptor + 32 bytes each) and commit them."""
     pad = " " * indent
