@@ -14,6 +14,7 @@ import hashlib
 import os
 import warnings
 import weakref
+from functools import partial
 from itertools import chain
 
 import torch
@@ -1629,22 +1630,21 @@ _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the t
 
 
 class _Plan:
-    """A launch plan made in C++, its workspace, its CUDA graph once built, and whether it still
-    vouches for its tensors.
+    """A launch plan made in C++, the workspace it uses, its CUDA graph once built, and whether it
+    still vouches for its tensors.
 
     The cache key holds the ids of the tensor objects the plan was validated for; the plan vouches
     for them while every one is alive. Once one dies, another object may reuse its id (and its
     address): the next call with that key is validated again before anything runs, and a plan
-    nobody revives is released at the next miss (its workspace returns to torch's allocator).
+    nobody revives is released at the next miss.
     """
 
-    __slots__ = ("key", "handle", "workspace", "streams", "graph", "alive", "last_used", "_refs", "_dead", "__weakref__")
+    __slots__ = ("key", "handle", "workspace", "graph", "alive", "last_used", "_refs", "_dead", "__weakref__")
 
-    def __init__(self, key, handle: int, workspace: torch.Tensor | None, stream: int, dead: list):
+    def __init__(self, key, handle: int, workspace: torch.Tensor | None, dead: list):
         self.key = key
         self.handle = handle
         self.workspace = workspace  # device memory the plan's launches use (the prepass's fp16 A rows)
-        self.streams = {stream}     # streams its launches went to (the workspace was allocated on the first)
         self.graph = None
         self.alive = False
         self.last_used = 0
@@ -1660,18 +1660,15 @@ class _Plan:
             self.alive = False
             self._dead.append(self.key)
 
-    def use_stream(self, stream: int) -> None:
-        """A launch on another stream: torch must not reuse the workspace before that stream's work is done."""
-        if self.workspace is not None:
-            self.workspace.record_stream(torch.cuda.ExternalStream(stream))
-        self.streams.add(stream)
 
 
 class KernelPath:
     """A compiled CUDA path for one architecture: a cache of launch plans and the per-call hot path.
 
     A plan (tile schedule, tensor maps, kernel arguments, workspace) is keyed by the call's full
-    signature: every data pointer and every tensor object of every group, and every problem size.
+    signature: the stream, every data pointer and every tensor object of every group, and every
+    problem size. The plans of one stream share one workspace (grown when a plan needs more): the
+    stream orders their launches, so no two of them ever use it at once.
     The first call with a signature validates the input, makes the plan and launches it directly;
     the second builds the plan's CUDA graph; every later call with the same (still alive) tensors
     replays that graph. Plans whose tensors died are released at the next miss; at most `capacity`
@@ -1691,12 +1688,14 @@ class KernelPath:
         self._dead = []   # keys of plans whose tensors died (appended by weakref callbacks)
         self._calls = 0   # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
+        self._workspaces = {}  # stream -> the workspace its plans share
 
     def __call__(self, data: input_t) -> output_t:
         abc, _, sf_reordered, sizes = data
+        stream = _current_stream()
         try:
             tensors = [*chain.from_iterable(abc), *chain.from_iterable(sf_reordered)]
-            key = (*map(_data_ptr, tensors), *map(id, tensors), *sizes)
+            key = (stream, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
             plan = self._plans.get(key)
         except (TypeError, AttributeError):  # unhashable sizes or non-tensors: let validation say what is wrong
             validate(data)
@@ -1704,18 +1703,24 @@ class KernelPath:
         self._calls += 1
         if plan is not None and plan.graph and plan.alive:
             plan.last_used = self._calls
-            self._replay(plan, _current_stream())
+            self._replay(plan, stream)
             return [group[2] for group in abc]
-        return self._uncached_call(key, plan, tensors, data)
+        return self._uncached_call(key, plan, tensors, data, stream)
 
     def _replay(self, plan: _Plan, stream: int) -> None:
-        if stream not in plan.streams:
-            plan.use_stream(stream)
         rc = self._graph_launch(plan.graph, stream)
         if rc:
             raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
 
-    def _uncached_call(self, key, plan, tensors, data) -> output_t:
+    def _stream_workspace(self, stream: int, nbytes: int, device: torch.device) -> torch.Tensor:
+        """At least nbytes of the stream's shared workspace. A larger one replaces it for later plans;
+        plans made earlier keep theirs alive."""
+        workspace = self._workspaces.get(stream)
+        if workspace is None or workspace.numel() < nbytes:
+            workspace = self._workspaces[stream] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        return workspace
+
+    def _uncached_call(self, key, plan, tensors, data, stream: int) -> output_t:
         self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         if plan is None or not plan.alive:
@@ -1724,11 +1729,11 @@ class KernelPath:
             if reason:
                 warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=3)
                 return portable_kernel(data)
-        stream = _current_stream()
         if plan is None:
             while len(self._plans) >= self.capacity:
                 self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
-            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err), stream, self._dead)
+            workspace = partial(self._stream_workspace, stream)
+            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err, workspace), self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, stream, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
         else:
@@ -1751,18 +1756,23 @@ class KernelPath:
 
     def _release(self, key) -> None:
         """Drop a plan: its graph is destroyed (CUDA frees an executable graph still in flight when it
-        completes) and its workspace goes back to torch's allocator, which reuses it only after the
-        work already queued on the streams it was used on."""
+        completes). A workspace that neither a plan nor its stream's slot holds any more goes back to
+        torch's allocator, which reuses it only after the work already queued on that stream."""
         plan = self._plans.pop(key)
         self.lib.nvfp4_plan_destroy(plan.handle)
         plan.workspace = None  # now, not when the cycle plan -> weakref -> callback is collected
         plan._refs = ()
 
 
-def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err) -> tuple[int, torch.Tensor | None]:
+def _new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
+    return torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+
+def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err, workspace=_new_workspace) -> tuple[int, torch.Tensor | None]:
     """A C++ plan for `data` and the workspace it uses (keep it alive as long as the plan).
 
-    Returns (handle, workspace or None); dry_run as nvfp4_plan_create takes it. ValueError on refusal.
+    workspace(nbytes, device) gives the device memory, when the plan needs any. Returns (handle,
+    workspace or None); dry_run as nvfp4_plan_create takes it. ValueError on refusal.
     """
     abc, _, sf_reordered, sizes = data
     packed = []
@@ -1770,12 +1780,12 @@ def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err
         packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
     packed = (ctypes.c_int64 * len(packed))(*packed)
     nbytes = lib.nvfp4_workspace_bytes(packed, len(sizes))
-    workspace = torch.empty(nbytes, dtype=torch.uint8, device=abc[0][0].device) if nbytes else None
+    buffer = workspace(nbytes, abc[0][0].device) if nbytes else None
     handle = ctypes.c_void_p()
-    pointer = workspace.data_ptr() if workspace is not None else None
+    pointer = buffer.data_ptr() if buffer is not None else None
     if lib.nvfp4_plan_create(packed, len(sizes), num_sms, dry_run, pointer, ctypes.byref(handle), err, len(err)):
         raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
-    return handle.value, workspace
+    return handle.value, buffer
 
 
 def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:

@@ -120,6 +120,45 @@ def test_other_b_pointer_with_the_same_first_buffers(path):
     check(path, other, calls=3)
 
 
+def plans_of(path, sets):
+    """The cached plans made for these input sets (a plan's key holds its tensors' ids)."""
+    ids = {id(d[0][0][0]) for d in sets}
+    return [p for p in path._plans.values() if ids.intersection(p.key)]
+
+
+def test_input_sets_alive_side_by_side_share_one_workspace(path):
+    """The harness keeps its 15 input sets alive: their plans need one workspace, not one each."""
+    data = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=12)
+    sets = [poisoned(data) for _ in range(4)]
+    for _ in range(3):  # first sight, graph build, replay
+        outs = [path(d) for d in sets]
+        torch.cuda.synchronize()
+        for out in outs:
+            assert_matches_exact(out, data)
+    plans = plans_of(path, sets)
+    assert len(plans) == 4 and len({p.workspace.data_ptr() for p in plans}) == 1
+
+
+def test_plans_on_two_streams_never_share_a_workspace(path):
+    """Launches on two streams may run at the same time, so each stream has a workspace of its own."""
+    data = [generate_full_range_input((200, 256), (1024, 512), (1024, 2048), 2, seed=s) for s in (13, 14)]
+    sets = [poisoned(d) for d in data]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for _ in range(3):
+        for d in sets:
+            for _, _, c in d[0]:
+                c.fill_(float("nan"))
+        torch.cuda.synchronize()
+        outs = []
+        for d, stream in zip(sets, streams):
+            with torch.cuda.stream(stream):
+                outs.append(path(d))
+        torch.cuda.synchronize()
+        for out, d in zip(outs, data):
+            assert_matches_exact(out, d)
+    assert len({p.workspace.data_ptr() for p in plans_of(path, sets)}) == 2
+
+
 def test_the_plan_cache_stays_bounded(path):
     before = path.capacity
     path.capacity = 4
