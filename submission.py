@@ -115,7 +115,6 @@ CUDA_SOURCE = r"""
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <queue>
 #include <vector>
 
 #ifndef NVFP4_ARCH
@@ -1121,8 +1120,10 @@ inline int a_box_rows(int m, int chunk_rows) {
 inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
 
 struct ScheduledLaunch {
-  std::vector<int> groups;                  // global index of each of the launch's groups
-  std::vector<std::vector<uint32_t>> ctas;  // packed tiles (launch-local group index) of each CTA
+  std::vector<int> groups;      // global index of each of the launch's groups
+  std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
+  std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
+  int ctas() const { return int(cta_first.size()) - 1; }
 };
 
 inline int count_tiles(const std::vector<GroupShape>& groups) {
@@ -1149,7 +1150,8 @@ void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT).
 std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
   struct Item { int group, m_chunk, n_block; int64_t cost; };
-  std::vector<Item> items;
+  std::vector<Item> items, chunk;
+  items.reserve(size_t(count_tiles(groups)));
   for (int g = 0; g < int(groups.size()); ++g) {
     const GroupShape& s = groups[g];
     if (!has_tiles(s)) continue;
@@ -1158,9 +1160,11 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
         items.push_back({g, mc, nb, tile_cost(std::min(s.chunk_rows, s.m - mc * s.chunk_rows), s.k)});
   }
   std::vector<ScheduledLaunch> launches;
+  std::vector<int> cta_of;                     // per tile of the launch
+  std::vector<std::pair<int64_t, int>> load;  // (cost so far, CTA): a min-heap
   for (size_t i = 0; i < items.size();) {
     ScheduledLaunch launch;
-    std::vector<Item> chunk;
+    chunk.clear();
     for (; i < items.size(); ++i) {
       const bool new_group = launch.groups.empty() || launch.groups.back() != items[i].group;
       if (int(chunk.size()) == kMaxTilesPerLaunch || (new_group && int(launch.groups.size()) == kMaxGroupsPerLaunch)) break;
@@ -1170,15 +1174,23 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     }
     std::stable_sort(chunk.begin(), chunk.end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
     const int ctas = std::min({num_sms, kMaxCtas, int(chunk.size())});
-    launch.ctas.resize(size_t(ctas));
-    std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>, std::greater<>> load;
-    for (int c = 0; c < ctas; ++c) load.push({0, c});
-    for (const Item& it : chunk) {
-      const auto [cost, cta] = load.top();
-      load.pop();
-      launch.ctas[size_t(cta)].push_back(pack_tile(it.group, it.m_chunk, it.n_block));
-      load.push({cost + it.cost, cta});
+    load.clear();
+    for (int c = 0; c < ctas; ++c) load.push_back({0, c});  // equal costs in CTA order: already a heap
+    cta_of.resize(chunk.size());
+    for (size_t t = 0; t < chunk.size(); ++t) {
+      std::pop_heap(load.begin(), load.end(), std::greater<>());
+      cta_of[t] = load.back().second;
+      load.back().first += chunk[t].cost;
+      std::push_heap(load.begin(), load.end(), std::greater<>());
     }
+    // The tiles grouped by CTA, each CTA's in the order they were given to it (largest first).
+    launch.cta_first.assign(size_t(ctas) + 1, 0);
+    for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
+    for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
+    launch.tiles.resize(chunk.size());
+    std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
+    for (size_t t = 0; t < chunk.size(); ++t)
+      launch.tiles[size_t(next[size_t(cta_of[t])]++)] = pack_tile(chunk[t].group, chunk[t].m_chunk, chunk[t].n_block);
     launches.push_back(std::move(launch));
   }
   return launches;
@@ -1266,14 +1278,10 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
       ga.n = s.n;
       ga.k = s.k;
     }
-    int next = 0;
-    for (size_t c = 0; c < sched.ctas.size(); ++c) {
-      args.cta_first_tile[c] = uint16_t(next);
-      for (uint32_t tile : sched.ctas[c]) args.tiles[next++] = tile;
-    }
-    args.cta_first_tile[sched.ctas.size()] = uint16_t(next);
-    plan.grids.push_back(int(sched.ctas.size()));
-    plan.persistent.push_back(next > int(sched.ctas.size()));
+    std::copy(sched.tiles.begin(), sched.tiles.end(), args.tiles);
+    std::copy(sched.cta_first.begin(), sched.cta_first.end(), args.cta_first_tile);
+    plan.grids.push_back(sched.ctas());
+    plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -1458,9 +1466,9 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int ca
   choose_chunk_rows(groups, num_sms);
   int count = 0, launch = 0;
   for (const ScheduledLaunch& sched : schedule(groups, num_sms)) {
-    for (size_t c = 0; c < sched.ctas.size(); ++c)
-      for (uint32_t packed_tile : sched.ctas[c]) {
-        const nvfp4::Tile t = nvfp4::unpack_tile(packed_tile);
+    for (int c = 0; c < sched.ctas(); ++c)
+      for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
+        const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
         if (count < capacity) {
           int* o = out + 5 * count;
           o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
