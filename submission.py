@@ -1669,7 +1669,6 @@ class _Plan:
             self._dead.append(self.key)
 
 
-
 class KernelPath:
     """A compiled CUDA path for one architecture: a cache of launch plans and the per-call hot path.
 
@@ -1725,7 +1724,7 @@ class KernelPath:
         plans made earlier keep theirs alive."""
         workspace = self._workspaces.get(stream)
         if workspace is None or workspace.numel() < nbytes:
-            workspace = self._workspaces[stream] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+            workspace = self._workspaces[stream] = _new_workspace(nbytes, device)
         return workspace
 
     def _uncached_call(self, key, plan, tensors, data, stream: int) -> output_t:
