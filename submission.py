@@ -1695,7 +1695,7 @@ class KernelPath:
         self._dead = []   # keys of plans whose tensors died (appended by weakref callbacks)
         self._calls = 0   # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
-        self._workspaces = {}  # stream -> the workspace its plans share
+        self._workspaces = {}  # stream -> weak reference to the workspace its plans share
 
     def __call__(self, data: input_t) -> output_t:
         abc, _, sf_reordered, sizes = data
@@ -1720,11 +1720,14 @@ class KernelPath:
             raise RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
 
     def _stream_workspace(self, stream: int, nbytes: int, device: torch.device) -> torch.Tensor:
-        """At least nbytes of the stream's shared workspace. A larger one replaces it for later plans;
-        plans made earlier keep theirs alive."""
-        workspace = self._workspaces.get(stream)
+        """At least nbytes of the workspace that the stream's plans share. The plans hold it (the path
+        only remembers it), so it is freed with the last of them; a larger one replaces it for later
+        plans, and plans made earlier keep theirs."""
+        ref = self._workspaces.get(stream)
+        workspace = ref() if ref is not None else None
         if workspace is None or workspace.numel() < nbytes:
-            workspace = self._workspaces[stream] = _new_workspace(nbytes, device)
+            workspace = _new_workspace(nbytes, device)
+            self._workspaces[stream] = weakref.ref(workspace)
         return workspace
 
     def _uncached_call(self, key, plan, tensors, data, stream: int) -> output_t:

@@ -139,6 +139,16 @@ def test_input_sets_alive_side_by_side_share_one_workspace(path):
     assert len(plans) == 4 and len({p.workspace.data_ptr() for p in plans}) == 1
 
 
+def test_a_workspace_lives_only_as_long_as_its_plans(path):
+    check(path, generate_input((64,), (128,), (256,), 1, seed=21))
+    stream = submission._current_stream()
+    assert path._workspaces[stream]() is not None
+    for key in list(path._plans):
+        path._release(key)
+    assert path._workspaces[stream]() is None
+    check(path, generate_input((64,), (128,), (256,), 1, seed=22), calls=3)  # a new one when needed
+
+
 def test_plans_on_two_streams_never_share_a_workspace(path):
     """Launches on two streams may run at the same time, so each stream has a workspace of its own."""
     data = [generate_full_range_input((200, 256), (1024, 512), (1024, 2048), 2, seed=s) for s in (13, 14)]
