@@ -1766,8 +1766,8 @@ class KernelPath:
 
     def _release(self, key) -> None:
         """Drop a plan: its graph is destroyed (CUDA frees an executable graph still in flight when it
-        completes). A workspace that neither a plan nor its stream's slot holds any more goes back to
-        torch's allocator, which reuses it only after the work already queued on that stream."""
+        completes). A workspace no plan holds any more goes back to torch's allocator, which reuses it
+        only after the work already queued on its stream."""
         plan = self._plans.pop(key)
         self.lib.nvfp4_plan_destroy(plan.handle)
         plan.workspace = None  # now, not when the cycle plan -> weakref -> callback is collected
