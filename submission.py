@@ -14,8 +14,9 @@ import hashlib
 import os
 import warnings
 import weakref
-from functools import partial
-from itertools import chain
+from functools import lru_cache, partial, reduce
+from itertools import chain, repeat
+from operator import attrgetter, or_
 
 import torch
 
@@ -1660,7 +1661,7 @@ class _Plan:
         self._dead = dead
 
     def vouch(self, tensors) -> None:
-        self._refs = [weakref.ref(t, self._forget) for t in tensors]
+        self._refs = list(map(weakref.ref, tensors, repeat(self._forget)))
         self.alive = True
 
     def _forget(self, _ref) -> None:
@@ -1701,7 +1702,7 @@ class KernelPath:
         abc, _, sf_reordered, sizes = data
         stream = _current_stream()
         try:
-            tensors = [*chain.from_iterable(abc), *chain.from_iterable(sf_reordered)]
+            tensors = _flat_tensors(abc, sf_reordered)
             key = (stream, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
             plan = self._plans.get(key)
         except (TypeError, AttributeError):  # unhashable sizes or non-tensors: let validation say what is wrong
@@ -1733,9 +1734,12 @@ class KernelPath:
     def _uncached_call(self, key, plan, tensors, data, stream: int) -> output_t:
         self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
+        pointers, sizes = key[1:1 + len(tensors)], key[1 + 2 * len(tensors):]  # the key's layout: see __call__
         if plan is None or not plan.alive:
-            validate(data)
-            reason = kernel_unsupported(data, self.k_multiple)
+            reason = None
+            if not kernel_takes(data[0], data[2], sizes, tensors, pointers, self.k_multiple, torch.cuda.current_device()):
+                validate(data)
+                reason = kernel_unsupported(data, self.k_multiple)
             if reason:
                 warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=3)
                 return portable_kernel(data)
@@ -1743,7 +1747,7 @@ class KernelPath:
             while len(self._plans) >= self.capacity:
                 self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
             workspace = partial(self._stream_workspace, stream)
-            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err, workspace), self._dead)
+            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err, workspace, pointers), self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, stream, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
         else:
@@ -1778,16 +1782,21 @@ def _new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
-def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err, workspace=_new_workspace) -> tuple[int, torch.Tensor | None]:
+def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err, workspace=_new_workspace,
+                pointers=None) -> tuple[int, torch.Tensor | None]:
     """A C++ plan for `data` and the workspace it uses (keep it alive as long as the plan).
 
-    workspace(nbytes, device) gives the device memory, when the plan needs any. Returns (handle,
-    workspace or None); dry_run as nvfp4_plan_create takes it. ValueError on refusal.
+    workspace(nbytes, device) gives the device memory, when the plan needs any. pointers: the data
+    pointers of _flat_tensors(), when the caller has them. Returns (handle, workspace or None);
+    dry_run as nvfp4_plan_create takes it. ValueError on refusal.
     """
     abc, _, sf_reordered, sizes = data
+    if pointers is None:
+        pointers = [t.data_ptr() for t in _flat_tensors(abc, sf_reordered)]
+    g = len(sizes)
     packed = []
-    for (a, b, c), (sfa, sfb), (m, n, k, _) in zip(abc, sf_reordered, sizes):
-        packed += [a.data_ptr(), b.data_ptr(), c.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), m, n, k]
+    for i, (m, n, k, _) in enumerate(sizes):
+        packed += [*pointers[3 * i:3 * i + 3], *pointers[3 * g + 2 * i:3 * g + 2 * i + 2], m, n, k]
     packed = (ctypes.c_int64 * len(packed))(*packed)
     nbytes = lib.nvfp4_workspace_bytes(packed, len(sizes))
     buffer = workspace(nbytes, abc[0][0].device) if nbytes else None
@@ -1820,6 +1829,56 @@ def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:
             if not packed:
                 return f"group {g}: {name} has strides {t.stride()}, the kernels need the packed layout"
     return None
+
+
+def _flat_tensors(abc, sf_reordered) -> list:
+    """The call's tensors in the order of the plan key: a, b, c of every group, then sfa, sfb of every group."""
+    return [*chain.from_iterable(abc), *chain.from_iterable(sf_reordered)]
+
+
+@lru_cache(maxsize=256)
+def _expected_layout(sizes: tuple, k_multiple: int) -> tuple[list, list] | None:
+    """For problem sizes that validate() and kernel_unsupported() accept whatever the tensors: the
+    shapes of _flat_tensors' tensors and the scale tensors' first five strides. None for any other
+    sizes (the caller then runs the full checks, which say what is wrong)."""
+    shapes, scale_shapes, scale_strides = [], [], []
+    for size in sizes:
+        if type(size) is not tuple or len(size) != 4 or any(type(v) is not int for v in size):
+            return None
+        m, n, k, l = size
+        if l != 1 or k <= 0 or k % 64 or k % k_multiple or n % 8:
+            return None
+        shapes += [(m, k // 2, 1), (n, k // 2, 1), (m, n, 1)]
+        scale_shapes += [(32, 4, -(-m // 128), 4, k // 64, 1), (32, 4, -(-n // 128), 4, k // 64, 1)]
+        scale_strides += [(16, 4, (k // 64) * 512, 1, 512)] * 2
+    return shapes + scale_shapes, scale_strides
+
+
+_FP4_DTYPES, _F16_DTYPES, _E4M3_DTYPES = frozenset(_FP4), frozenset(_F16), frozenset(_E4M3)
+_shape_of, _dtype_of = attrgetter("shape"), attrgetter("dtype")
+
+
+def kernel_takes(abc, sf_reordered, sizes: tuple, tensors: list, pointers, k_multiple: int, device_index: int) -> bool:
+    """True when validate() and kernel_unsupported() would both pass with every tensor on device
+    `device_index` (the current device), checked in bulk: C-level maps over the tensors instead of
+    a check per attribute, several times faster. False means: run them to learn why not (they also
+    accept a few rarer layouts that this check does not). `tensors` and `pointers` are
+    _flat_tensors(abc, sf_reordered) and their data pointers (so each one is a torch.Tensor)."""
+    layout = _expected_layout(sizes, k_multiple)
+    g = len(sizes)
+    if (layout is None or not g or len(abc) != g or len(sf_reordered) != g or set(map(len, abc)) != {3}
+            or set(map(len, sf_reordered)) != {2}):
+        return False
+    shapes, scale_strides = layout
+    abc_flat, scales = tensors[:3 * g], tensors[3 * g:]
+    return (list(map(_shape_of, tensors)) == shapes
+            and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4_DTYPES
+            and set(map(_dtype_of, abc_flat[2::3])) <= _F16_DTYPES
+            and set(map(_dtype_of, scales)) <= _E4M3_DTYPES
+            and set(map(torch.Tensor.get_device, tensors)) == {device_index}
+            and not reduce(or_, pointers) & 15  # every pointer 16-byte aligned
+            and all(map(torch.Tensor.is_contiguous, abc_flat))
+            and [s[:5] for s in map(torch.Tensor.stride, scales)] == scale_strides)
 
 
 # ----------------------------------------------------------------------------- dispatch

@@ -80,3 +80,69 @@ def test_mismatched_group_counts_are_rejected():
     data[3].pop()
     with pytest.raises(ValueError, match="one entry per group"):
         submission.custom_kernel(data)
+
+
+def layout_variants(data):
+    """(name, input, whether the bulk check must accept it, None for either): the input, layouts the
+    full checks also accept, and inputs each of which the full checks refuse for one reason. Group 0
+    must have more than 128 rows, group 1 a single row block."""
+    def changed(edit):
+        d = clone_data(data)
+        edit(*d)
+        return d
+
+    def group0(abc, sfr, i, make, group=0):  # tensor i of a, b, c, sfa, sfb replaced by make(it)
+        held, j = (abc, i) if i < 3 else (sfr, i - 3)
+        parts = list(held[group])
+        parts[j] = make(parts[j])
+        held[group] = tuple(parts)
+
+    def odd_unit_stride(t):  # the row-block dimension (size 1 here) with a stride no layout would give it
+        return t.as_strided(t.shape, t.stride()[:2] + (7,) + t.stride()[3:])
+
+    def misaligned(t):  # the same shape and strides, one byte further into a larger buffer
+        raw = torch.zeros(t.numel() * t.element_size() + 16, dtype=torch.uint8)[1:1 + t.numel() * t.element_size()]
+        return raw.view(t.dtype).view(t.shape)
+
+    def transposed(t):  # a (rows, cols, 1) view of a (cols, rows, 1) tensor: not contiguous
+        return t.new_empty((t.shape[1], t.shape[0], 1)).transpose(0, 1)
+
+    variants = [("as generated", data, True),
+                ("A and B as uint8", changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, lambda t: t.view(torch.uint8)) for i in (0, 1)]), True),
+                ("sfa's size-1 dimension with another stride", changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, odd_unit_stride, 1)), None)]
+    refused = {
+        "c in float32": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 2, lambda t: t.float()),
+        "a shorter": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 0, lambda t: t[:-1]),
+        "sfb in uint8": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 4, lambda t: t.view(torch.uint8)),
+        "K not a multiple of 64": lambda abc, sfs, sfr, sizes: sizes.__setitem__(0, (sizes[0][0], sizes[0][1], 96, 1)),
+        "L = 2": lambda abc, sfs, sfr, sizes: sizes.__setitem__(0, sizes[0][:3] + (2,)),
+        "N not a multiple of 8": lambda abc, sfs, sfr, sizes: sizes.__setitem__(0, (sizes[0][0], 12, sizes[0][2], 1)),
+        "b misaligned": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 1, misaligned),
+        "c not contiguous": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 2, transposed),
+        "sfa with another layout": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format)),
+        "a group of four tensors": lambda abc, sfs, sfr, sizes: abc.__setitem__(0, abc[0] + (abc[0][2],)),
+        "one group too many": lambda abc, sfs, sfr, sizes: abc.append(abc[0]),
+        "no groups": lambda abc, sfs, sfr, sizes: [x.clear() for x in (abc, sfs, sfr, sizes)],
+    }
+    variants += [(name, changed(edit), False) for name, edit in refused.items()]
+    return variants
+
+
+def test_the_bulk_input_check_takes_only_what_the_full_checks_take(monkeypatch):
+    """kernel_takes spares a first sight the per-attribute checks; it must never accept an input that
+    validate() or kernel_unsupported() refuses, and it must accept the official layout."""
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # CPU tensors: device.index is None
+    data = generate_full_range_input((130, 1, 0), (256, 128, 384), (256, 512, 128), 3, seed=5, device="cpu")
+    for name, d, must_take in layout_variants(data):
+        abc, _, sfr, sizes = d
+        tensors = submission._flat_tensors(abc, sfr)
+        try:
+            submission.validate(d)
+            full = submission.kernel_unsupported(d, 64) is None
+        except (ValueError, TypeError):
+            full = False
+        takes = submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, -1)
+        assert full == (must_take is not False), name  # the variant is what its name says
+        assert full or not takes, name
+        assert takes == must_take or must_take is None, name
+        assert not submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, 0), name
