@@ -99,6 +99,20 @@ def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms):
         assert ctas.max() < num_sms and len(set(ctas)) == ctas.max() + 1  # every CTA of a launch has a tile
 
 
+def test_a_problem_seen_before_gets_the_schedule_it_got_first(lib):
+    """Plans reuse the schedules of recent problems (a cache of 16): a repeat, a repeat after other
+    problems, and a recomputation after 20 others have pushed it out all give the first schedule."""
+    first_problem = ((40, 176, 5, 0, 250), (7168, 7168, 136, 128, 4096), (2048, 2048, 1024, 256, 512))
+    first = schedule(lib, *first_problem, 132)
+    assert np.array_equal(schedule(lib, *first_problem, 132), first)
+    others = [((8 * i + 1, 64), (256, 128 * (i + 1)), (512, 256)) for i in range(20)]
+    fresh = [schedule(lib, *problem, 132) for problem in others]
+    assert not np.array_equal(schedule(lib, *first_problem, 148), first)  # the SM count is part of the problem
+    assert np.array_equal(schedule(lib, *first_problem, 132), first)
+    for problem, expected in zip(others, fresh):
+        assert np.array_equal(schedule(lib, *problem, 132), expected)
+
+
 def test_tmem_plan_fits_its_allocation():
     from dry_run import tmem_problems
     from nvcc_build import load
