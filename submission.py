@@ -33,6 +33,19 @@ def _fail(group: int, what: str):
     raise ValueError(f"nvfp4 grouped gemm, group {group}: {what}")
 
 
+def _group_shapes(m: int, n: int, k: int) -> tuple:
+    """The shapes of a group's a, b, c, sfa_reordered and sfb_reordered (PROBLEM.md section 2)."""
+    return ((m, k // 2, 1), (n, k // 2, 1), (m, n, 1), (32, 4, -(-m // 128), 4, k // 64, 1), (32, 4, -(-n // 128), 4, k // 64, 1))
+
+
+def _packed_scale_strides(k: int) -> tuple:
+    """The first five strides of a reordered scale tensor in the layout the kernels read."""
+    return (16, 4, (k // 64) * 512, 1, 512)
+
+
+_TENSOR_ROLES = (("a", _FP4), ("b", _FP4), ("c", _F16), ("sfa_reordered", _E4M3), ("sfb_reordered", _E4M3))
+
+
 def validate(data: input_t) -> None:
     """Raise ValueError naming the group and the problem for any input the kernels cannot take.
 
@@ -53,13 +66,7 @@ def validate(data: input_t) -> None:
             _fail(g, f"L must be 1, got {l}")
         if not (k > 0 and k % 64 == 0):
             _fail(g, f"K must be a positive multiple of 64, got {k}")
-        for name, t, dtypes, shape in (
-            ("a", a, _FP4, (m, k // 2, 1)),
-            ("b", b, _FP4, (n, k // 2, 1)),
-            ("c", c, _F16, (m, n, 1)),
-            ("sfa_reordered", sfa, _E4M3, (32, 4, -(-m // 128), 4, k // 64, 1)),
-            ("sfb_reordered", sfb, _E4M3, (32, 4, -(-n // 128), 4, k // 64, 1)),
-        ):
+        for (name, dtypes), t, shape in zip(_TENSOR_ROLES, (a, b, c, sfa, sfb), _group_shapes(m, n, k)):
             if not isinstance(t, torch.Tensor):
                 _fail(g, f"{name} is not a tensor")
             if t.dtype not in dtypes:
@@ -1857,7 +1864,7 @@ def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:
             return f"group {g}: N={n} is not a multiple of 8"
         if k % k_multiple:
             return f"group {g}: K={k} is not a multiple of {k_multiple}"
-        scale_strides = (16, 4, (k // 64) * 512, 1, 512)
+        scale_strides = _packed_scale_strides(k)
         for name, t, strides in (("a", a, None), ("b", b, None), ("c", c, None), ("sfa_reordered", sfa, scale_strides),
                                  ("sfb_reordered", sfb, scale_strides)):
             if t.data_ptr() % 16:
@@ -1888,9 +1895,10 @@ def _expected_layout(sizes: tuple, k_multiple: int) -> tuple[list, list] | None:
         m, n, k, l = size
         if l != 1 or k <= 0 or k % 64 or k % k_multiple or n % 8:
             return None
-        shapes += [(m, k // 2, 1), (n, k // 2, 1), (m, n, 1)]
-        scale_shapes += [(32, 4, -(-m // 128), 4, k // 64, 1), (32, 4, -(-n // 128), 4, k // 64, 1)]
-        scale_strides += [(16, 4, (k // 64) * 512, 1, 512)] * 2
+        group = _group_shapes(m, n, k)
+        shapes += group[:3]
+        scale_shapes += group[3:]
+        scale_strides += [_packed_scale_strides(k)] * 2
     return shapes + scale_shapes, scale_strides
 
 
@@ -1902,8 +1910,9 @@ def kernel_takes(abc, sf_reordered, sizes: tuple, tensors: list, pointers, k_mul
     """True when validate() and kernel_unsupported() would both pass with every tensor on device
     `device_index` (the current device), checked in bulk: C-level maps over the tensors instead of
     a check per attribute (about a third less host time for 8 groups). False means: run them to
-    learn why not (they also accept a few rarer layouts that this check does not). `tensors` and `pointers` are
-    _flat_tensors(abc, sf_reordered) and their data pointers (so each one is a torch.Tensor)."""
+    learn why not (they also accept a few rarer layouts that this check does not). `tensors` and
+    `pointers` are _flat_tensors(abc, sf_reordered) and their data pointers (so each one is a
+    torch.Tensor)."""
     layout = _expected_layout(sizes, k_multiple)
     g = len(sizes)
     if (layout is None or not g or len(abc) != g or len(sf_reordered) != g or set(map(len, abc)) != {3}
