@@ -3,9 +3,10 @@ PYTHON     ?= python3
 SPEC       ?= task.yml
 SUBMISSION ?= submission.py
 TORCH_SPEC ?= torch==2.13.0
+SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers dry-run
+.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers dry-run sanitize
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -34,6 +35,13 @@ check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, 
 
 dry-run: deps  ## build the sm_100a launch arguments on this GPU (any CUDA GPU) without launching; check them
 	$(PYTHON) tools/dry_run.py --arch 100
+
+sanitize: deps  ## the submission on varied inputs under compute-sanitizer memcheck, synccheck, initcheck (a CUDA GPU)
+	@test -x "$(SANITIZER)" || { echo "compute-sanitizer not found (it ships in the CUDA toolkit's bin/): set SANITIZER=/path/to/it"; exit 1; }
+	@for tool in memcheck synccheck initcheck; do \
+	  echo "== $$tool"; \
+	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) tools/sanitize.py --submission $(SUBMISSION) || exit 1; \
+	done
 
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
 	$(PYTHON) bench/peers.py --out docs
