@@ -209,7 +209,9 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 // Waits for the phase of the given parity; traps after about 10 s, so a protocol bug surfaces as an
-// error on the host instead of a hung GPU.
+// error on the host instead of a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA
+// runs on one thread, and under compute-sanitizer a wait for it outlasts 10 s.
+constexpr long long kWaitTrapCycles = NVFP4_TCGEN05_EMULATION ? 2000000000000LL : 20000000000LL;
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   long long start = 0;
@@ -218,7 +220,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     if (done) return;
     if (start == 0) start = clock64();
-    else if (clock64() - start > 20000000000LL) __trap();
+    else if (clock64() - start > kWaitTrapCycles) __trap();
   }
 }
 __device__ __forceinline__ uint64_t l2_evict_first() {
