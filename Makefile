@@ -40,7 +40,7 @@ sanitize: deps  ## the submission on varied inputs under compute-sanitizer memch
 	@test -x "$(SANITIZER)" || { echo "compute-sanitizer not found (it ships in the CUDA toolkit's bin/): set SANITIZER=/path/to/it"; exit 1; }
 	@for tool in memcheck synccheck initcheck; do \
 	  echo "== $$tool"; \
-	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) tools/sanitize.py --submission $(SUBMISSION) || exit 1; \
+	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) tools/sanitize.py --submission $(SUBMISSION) $(SANITIZE_ARGS) || exit 1; \
 	done
 
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}

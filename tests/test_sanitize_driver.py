@@ -9,7 +9,7 @@ import sanitize  # noqa: E402
 
 def test_the_submission_passes_every_input_three_times(capsys):
     assert sanitize.main(["--submission", str(ROOT / "submission.py")]) == 0
-    assert "all 14 inputs match the reference (3 calls each)" in capsys.readouterr().out
+    assert "14 inputs checked: every call matched the reference (3 calls each)" in capsys.readouterr().out
 
 
 def test_an_element_left_unwritten_fails_through_the_poisoned_output(tmp_path, capsys):
@@ -24,3 +24,9 @@ def test_an_element_left_unwritten_fails_through_the_poisoned_output(tmp_path, c
         "    return out\n")
     assert sanitize.main(["--submission", str(candidate)]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_limit_checks_only_the_first_inputs(capsys):
+    assert sanitize.main(["--submission", str(ROOT / "submission.py"), "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 inputs checked: every call matched" in out and out.count("ok   ") == 2
