@@ -9,8 +9,9 @@ and K that are not multiples of 128; 64 groups. Each input is called three times
 submission that caches launch plans: a first sight, a second sight and a replay), every time into
 outputs poisoned with NaN, so an element the kernel leaves unwritten fails the check. Exits 1 at the
 first failing call; --limit N stops after the first N inputs (the emulated sm_100a kernel,
-NVFP4_EMULATE_TCGEN05=1, takes minutes per input under the sanitizer). (racecheck is not run: it does not model mbarrier transaction counts and reports
-hazards on every bulk-copy pipeline, race-free ones included; see the README.)
+NVFP4_EMULATE_TCGEN05=1, takes minutes per input under the sanitizer). racecheck is not run: it
+does not model mbarrier transaction counts and reports hazards on every bulk-copy pipeline,
+race-free ones included (see the README).
 """
 import argparse
 import sys
