@@ -125,6 +125,7 @@ CUDA_SOURCE = r"""
 #include <memory>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 #ifndef NVFP4_ARCH
@@ -152,7 +153,7 @@ struct GroupArgs {
   const uint8_t* sfb;
   __half* c;            // [M][N] row-major
   int m, n, k;
-  int m_chunk_rows;     // A rows per tile: 256, or 128 when the problem has too few tiles for the GPU
+  int m_chunk_rows;     // A rows per tile: 256 (sm_90a) or 128, fewer when the problem has too few tiles for the GPU
   int a_box_rows;       // rows one TMA load of A brings
 };
 
@@ -302,6 +303,8 @@ constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
 constexpr int kNumBarriers = 2 * kStages;
 constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
 constexpr int kPrepassThreads = 256;
+// The wgmma N (/ 8) of the kernels built for one N, besides the kernel that chooses each tile's N.
+using FixedWgmmaN8 = std::integer_sequence<int, @FIXED_WGMMA_N8@>;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
@@ -343,12 +346,20 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4]
 @WGMMA_RS_SPECIALIZATIONS@
 
 // The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
-// group. The N is chosen by a binary tree of comparisons: a switch compiled to a jump table (a
-// constant load and an indirect branch in every K block), which cost 7% of the geomean on the H200.
-// (The commit sits in each leaf: after the tree, ptxas would emit an extra empty wgmma to carry it,
-// whose group, the newest, makes wgmma_wait<1> wait for this K block's own wgmma.)
+// group. A kernel built for one N (kFixedN8 > 0) issues them directly. Otherwise the N is chosen by
+// a binary tree of comparisons: a switch compiled to a jump table (a constant load and an indirect
+// branch in every K block), which cost 7% of the geomean on the H200. (The commit sits in each
+// leaf: after the tree, ptxas would emit an extra empty wgmma to carry it, whose group, the newest,
+// makes wgmma_wait<1> wait for this K block's own wgmma.)
+template <int kFixedN8>
 __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8, bool first) {
+  if constexpr (kFixedN8 > 0) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wgmma_rs<8 * kFixedN8>(acc, frag[j], desc + 2 * j, j == 0 && first ? 0 : 1);
+    wgmma_commit();
+  } else {
 @WGMMA_K_BLOCK_TREE@
+  }
 }
 
 // B rows row and row + 8 of the tile, scale block t: this thread's wgmma A fragments for 4 k16 steps.
@@ -403,6 +414,7 @@ struct Barriers {
   __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
 };
 
+template <int kFixedN8>
 struct Consumer {
   uint8_t* smem;
   Barriers bars;
@@ -420,7 +432,7 @@ struct Consumer {
     mbar_wait(bars.full(s), (iter / kStages) & 1);
     load_b_fragments(frag[kBuf], stage, b_row, t);
     wgmma_fence();
-    wgmma_k_block(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
+    wgmma_k_block<kFixedN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
     wgmma_wait<1>();              // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
     keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
@@ -491,9 +503,10 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
   }
 }
 
+template <int kFixedN8>
 __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
+  Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -502,14 +515,14 @@ __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, B
     const Tile tile = unpack_tile(args.tiles[i]);
     const GroupArgs& g = args.groups[tile.group];
     const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
-    const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = (m_rows + 7) / 8;
+    const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
     const int k_blocks = g.k / kBlockK;
     int kb = 0;
     for (; kb + 1 < k_blocks; kb += 2) {
-      consumer.k_block<0>(acc, frag, n8, kb == 0);
-      consumer.k_block<1>(acc, frag, n8, false);
+      consumer.template k_block<0>(acc, frag, n8, kb == 0);
+      consumer.template k_block<1>(acc, frag, n8, false);
     }
-    if (kb < k_blocks) consumer.k_block<0>(acc, frag, n8, kb == 0);
+    if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
     keep_in_registers(acc);
     consumer.release_unreleased();
@@ -517,6 +530,9 @@ __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, B
   }
 }
 
+// kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
+// many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
+template <int kFixedN8>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -535,8 +551,23 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     if (threadIdx.x == 0) produce(args, smem, bars, first, last);
   } else {
     setmaxnreg_consumer();
-    consume(args, smem, bars, first, last);
+    consume<kFixedN8>(args, smem, bars, first, last);
   }
+}
+
+// The smallest N (/ 8) of a kernel built for one N that is at least n8; 0 when there is none.
+template <int... kN8>
+constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
+  int found = 0;
+  ((kN8 >= n8 && (found == 0 || kN8 < found) ? (found = kN8) : 0), ...);
+  return found;
+}
+// The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
+template <int... kN8>
+const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
+  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0>);
+  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8>)) : nullptr), ...);
+  return kernel;
 }
 }  // namespace sm90
 
@@ -544,7 +575,8 @@ struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  static const void* kernel(bool /*persistent*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm); }
+  static const void* kernel(bool /*persistent*/, int fixed_n8) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
+  static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
@@ -1053,9 +1085,10 @@ struct Arch {
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  static const void* kernel(bool persistent) {
+  static const void* kernel(bool persistent, int /*fixed_n8*/) {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
   }
+  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // one tile shape: no such kernels
   // The seed's map: packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
@@ -1132,6 +1165,7 @@ inline int a_box_rows(int m, int chunk_rows) {
 inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
 
 struct ScheduledLaunch {
+  int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
@@ -1145,31 +1179,55 @@ inline int count_tiles(const std::vector<GroupShape>& groups) {
   return tiles;
 }
 
-// While the problem has fewer tiles than SMs, halve the A chunk of the group with the most rows
-// (down to 128 rows: scale atoms stay whole), so no SM idles for want of a tile.
+// A rows per tile: kTileM, unless the problem has fewer tiles than SMs. Then, on sm_90a, each group
+// is cut into equal chunks (multiples of 8 rows) under the smallest bound at which the tiles still
+// fit on the SMs, so no SM idles for want of a tile and the widest tile, which the others wait for,
+// is as narrow as it can be. (sm_100a tiles always have 128 rows.)
 void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
   for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
-  while (count_tiles(groups) < num_sms) {
-    GroupShape* widest = nullptr;
-    for (GroupShape& s : groups)
-      if (s.n > 0 && s.chunk_rows > 128 && s.m > 128 && (!widest || s.m > widest->m)) widest = &s;
-    if (!widest) return;
-    widest->chunk_rows = 128;
+  if (NVFP4_ARCH != 90 || count_tiles(groups) >= num_sms) return;
+  auto tiles_under = [&](int bound) {
+    int tiles = 0;
+    for (const GroupShape& s : groups)
+      if (has_tiles(s)) tiles += ceil_div(s.m, bound) * ceil_div(s.n, Arch::kTileN);
+    return tiles;
+  };
+  int bound = Arch::kTileM;
+  while (bound > 8 && tiles_under(bound - 8) <= num_sms) bound -= 8;
+  for (GroupShape& s : groups)
+    if (has_tiles(s)) s.chunk_rows = round_up(ceil_div(s.m, ceil_div(s.m, bound)), 8);
+}
+
+// The wgmma N (/ 8) of the kernel built for one N that is to run all of a launch's tiles, or 0 for
+// the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
+// K block on the H200: PERF.md section 9) but issues every tile with the widest tile's N (or the
+// next N built): taken when, by the tile costs, its busiest CTA is done no later.
+template <typename Item>
+int fixed_wgmma_n8(const std::vector<Item>& tiles, const std::vector<int>& cta_of, int ctas) {
+  int widest = 0;
+  for (const Item& t : tiles) widest = std::max(widest, ceil_div(t.rows, 8));
+  const int n8 = Arch::fixed_n8_at_least(widest);
+  if (!n8) return 0;
+  std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    own[size_t(cta_of[t])] += tiles[t].cost;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k) * 15 / 16;
   }
+  return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT).
 std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
-  struct Item { int group, m_chunk, n_block; int64_t cost; };
+  struct Item { int group, m_chunk, n_block, rows, k; int64_t cost; };
   std::vector<Item> items, chunk;
   items.reserve(size_t(count_tiles(groups)));
   for (int g = 0; g < int(groups.size()); ++g) {
     const GroupShape& s = groups[g];
     if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
-      for (int nb = 0; nb < ceil_div(s.n, Arch::kTileN); ++nb)
-        items.push_back({g, mc, nb, tile_cost(std::min(s.chunk_rows, s.m - mc * s.chunk_rows), s.k)});
+      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k)});
   }
   std::vector<ScheduledLaunch> launches;
   std::vector<int> cta_of;                     // per tile of the launch
@@ -1199,6 +1257,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     launch.cta_first.assign(size_t(ctas) + 1, 0);
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
+    launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -1276,6 +1335,7 @@ struct Plan {
   std::vector<dim3> prepass_grids;     // x: blocks per group, y: the launch's groups
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
+  std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -1310,7 +1370,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
-      ga.a_box_rows = a_box_rows(s.m, s.chunk_rows);
+      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows);  // every row the wgmma read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
         prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
@@ -1333,6 +1393,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     std::copy(sched.cta_first.begin(), sched.cta_first.end(), args.cta_first_tile);
     plan.grids.push_back(sched.ctas());
     plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
+    plan.fixed_n8.push_back(sched.fixed_n8);
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -1344,9 +1405,21 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
   return true;
 }
 
+// Every GEMM kernel may use the shared memory it needs: once per device (the attribute is set for
+// the current device), not per plan, as the sm_90a kernels are many.
 bool prepare_kernels(Status& st) {
+  static std::mutex mutex;
+  static std::vector<char> prepared;  // per device
+  int device = 0;
+  NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
   for (bool persistent : {false, true})
-    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+      if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
+        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+  prepared.resize(std::max(prepared.size(), size_t(device) + 1));
+  prepared[size_t(device)] = 1;
   return true;
 }
 
@@ -1367,7 +1440,7 @@ bool launch_plan(Plan& plan, cudaStream_t stream, Status& st) {
     after_prepass.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &after_prepass;
     config.numAttrs = Arch::kPrepass ? 1 : 0;
-    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i]), argv));
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), argv));
   }
   return true;
 }
@@ -1403,7 +1476,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
     cudaError_t e = cudaSuccess;
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
               &plan.launches[i], Arch::kPrepass);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
@@ -1480,12 +1553,15 @@ void nvfp4_plan_destroy(void* plan) {
 int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
-// grid, persistent flag, number of tiles; tiles and cta_first_tile copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* num_tiles, uint32_t* tiles, uint16_t* cta_first) {
+// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), number of tiles; tiles and
+// cta_first_tile copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* num_tiles, uint32_t* tiles,
+                           uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
   *persistent = p->persistent[size_t(launch)];
+  *fixed_n8 = p->fixed_n8[size_t(launch)];
   *num_tiles = a.cta_first_tile[*grid];
   std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
   std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
@@ -1508,7 +1584,8 @@ int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple) {
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
-// The schedule alone, from sizes (no GPU): per tile 5 ints: group, m_chunk, n_block, launch, cta. Returns the tile count.
+// The schedule alone, from sizes (no GPU): per tile 7 ints: group, m_chunk, n_block, launch, cta, the
+// tile's A rows, and its launch's fixed wgmma N / 8 (0: chosen per tile). Returns the tile count.
 int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
@@ -1520,8 +1597,10 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int ca
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
         if (count < capacity) {
-          int* o = out + 5 * count;
+          const GroupShape& s = groups[size_t(sched.groups[size_t(t.group)])];
+          int* o = out + 7 * count;
           o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
+          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8;
         }
         ++count;
       }
@@ -1552,6 +1631,9 @@ int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
 
 
 _TILE_N8 = range(1, 33)  # wgmma N / 8 of an sm_90a tile: 8 to 256 A rows (kTileM)
+# sm_90a kernels built for one wgmma N (/ 8), besides the one choosing each tile's N: every
+# multiple of 16 rows (each adds about 0.8 s to a cold build; PERF.md section 9).
+_FIXED_WGMMA_N8 = tuple(range(2, 33, 2))
 
 
 def _wgmma_rs_specializations() -> str:
@@ -1586,9 +1668,9 @@ def _wgmma_k_block_tree(lo: int = _TILE_N8.start, hi: int = _TILE_N8.stop, inden
 
 def cuda_source() -> str:
     """The complete CUDA translation unit (built with -DNVFP4_ARCH=90 or 100)."""
-    return CUDA_SOURCE.replace("@WGMMA_RS_SPECIALIZATIONS@", _wgmma_rs_specializations()).replace(
-        "@WGMMA_K_BLOCK_TREE@", _wgmma_k_block_tree().rstrip("\n")
-    )
+    return (CUDA_SOURCE.replace("@WGMMA_RS_SPECIALIZATIONS@", _wgmma_rs_specializations())
+            .replace("@WGMMA_K_BLOCK_TREE@", _wgmma_k_block_tree(indent=4).rstrip("\n"))
+            .replace("@FIXED_WGMMA_N8@", ", ".join(map(str, _FIXED_WGMMA_N8))))
 
 
 def kernel_target(capability: tuple[int, int]) -> tuple[int, str] | None:
@@ -1611,6 +1693,8 @@ BUILD_TARGETS = {90: "90a", 100: "100a"}  # what `make check-cuda` compiles
 def nvcc_flags(arch: int, target: str, emulate_tcgen05: bool = False) -> list[str]:
     """nvcc flags of one build; emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, for sm_90a."""
     flags = ["-O3", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-gencode=arch=compute_{target},code=sm_{target}"]
+    if arch == 90 and not emulate_tcgen05:
+        flags.append("-split-compile=0")  # its kernels (one per fixed wgmma N) compiled in parallel, on every core
     return flags + ["-DNVFP4_TCGEN05_EMULATION=1"] if emulate_tcgen05 else flags
 
 
@@ -1660,7 +1744,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_arch": (c_int, []),
         "nvfp4_tcgen05_emulated": (c_int, []),
         "nvfp4_plan_launch_count": (c_int, [c_void]),
-        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
+        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
         "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
         "nvfp4_tile_rows": (c_int, [ptr(c_int), ptr(c_int), ptr(c_int)]),
         "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, ptr(c_int), c_int]),

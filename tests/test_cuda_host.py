@@ -62,11 +62,12 @@ def test_scale_offsets_match_the_reordered_layout(lib, mn, k):
 
 
 def schedule(lib, m, n, k, num_sms):
+    """Per tile: group, m chunk, n block, launch, CTA, A rows, the launch's fixed wgmma N / 8."""
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for triple in zip(m, n, k) for v in triple])
     capacity = 1 << 16
-    out = (ctypes.c_int * (5 * capacity))()
+    out = (ctypes.c_int * (7 * capacity))()
     count = lib.nvfp4_schedule(mnk, len(m), num_sms, out, capacity)
-    return np.array(out[: 5 * count]).reshape(count, 5)
+    return np.array(out[: 7 * count]).reshape(count, 7)
 
 
 def schedule_cases():
@@ -87,16 +88,48 @@ def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms):
     keys = [tuple(t[:3]) for t in tiles]
     assert len(keys) == len(set(keys)), "a tile is scheduled twice"
     for g in range(len(m)):
-        chunks = {mc for (gg, mc, _) in keys if gg == g}
+        chunks = {mc: rows for (gg, mc, _, _, _, rows, _) in tiles if gg == g}
         if m[g] == 0:
             assert not chunks
             continue
-        assert len(chunks) in (-(-m[g] // tile_m.value), -(-m[g] // 128))
         expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // tile_n.value))}
         assert {key for key in keys if key[0] == g} == expected
+        rows = [chunks[mc] for mc in range(len(chunks))]
+        assert sum(rows) == m[g] and rows[0] <= tile_m.value and all(r == rows[0] for r in rows[:-1]) and 0 < rows[-1] <= rows[0]
+    for _, _, _, _, _, rows, fixed_n8 in tiles:
+        assert fixed_n8 == 0 or rows <= 8 * fixed_n8
     for launch in set(tiles[:, 3]):
         ctas = tiles[tiles[:, 3] == launch][:, 4]
         assert ctas.max() < num_sms and len(set(ctas)) == ctas.max() + 1  # every CTA of a launch has a tile
+
+
+def launch_kernels(lib, m, n, k, num_sms=132) -> list[int]:
+    """The fixed wgmma N / 8 of each launch's kernel (0: the kernel choosing each tile's N)."""
+    tiles = schedule(lib, m, n, k, num_sms)
+    return [int(tiles[tiles[:, 3] == launch][0, 6]) for launch in sorted(set(tiles[:, 3]))]
+
+
+def test_one_wave_sm90_problems_run_a_kernel_built_for_their_widest_tile():
+    from nvcc_build import load
+
+    lib90, benchmarks = load(90), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
+    case2, case3 = benchmarks[2], benchmarks[3]
+    assert launch_kernels(lib90, case2["m"], case2["n"], case2["k"]) == [14]  # A chunks: 192 = 2 x 96, 320 = 3 x 112 rows
+    assert launch_kernels(lib90, case3["m"], case3["n"], case3["k"]) == [16]
+    assert launch_kernels(lib90, (1, 17, 0, 129), (1024, 512, 256, 768), (512,) * 4) == [2]  # chunks of at most 16 rows
+    assert launch_kernels(lib90, (256,) * 8, (4096,) * 8, (1024,) * 8) == [32]  # many waves, every tile 256 rows
+
+
+def test_sm90_tiles_of_mixed_widths_keep_the_kernel_choosing_each_n():
+    from nvcc_build import load
+
+    lib90, benchmarks = load(90), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
+    for case in benchmarks[:2]:  # several waves of tiles of 40 to 248 rows
+        assert launch_kernels(lib90, case["m"], case["n"], case["k"]) == [0]
+    # One wave (66 tiles of 256 rows and one of 8), but issued with N = 256 the narrow tile's long K
+    # would take longer than all of the wide tiles.
+    assert launch_kernels(lib90, (256, 8), (128 * 66, 128), (256, 8192)) == [0]
+    assert launch_kernels(load(100), (128, 384), (4096, 4096), (1536, 1536)) == [0]  # sm_100a: one tile shape
 
 
 def test_a_problem_seen_before_gets_the_schedule_it_got_first(lib):

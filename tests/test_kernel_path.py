@@ -8,6 +8,7 @@ from runners import clone_data
 from spec import read_cases
 from conftest import ROOT
 from numpy_reference import assert_matches_exact
+from plan_launches import launches
 
 HAS_KERNEL = torch.cuda.is_available() and submission.kernel_target(torch.cuda.get_device_capability()) is not None
 pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
@@ -66,7 +67,22 @@ def test_more_groups_than_one_launch_holds(path):
 
 def test_benchmark_shapes(path):
     spec = read_cases(str(ROOT / "task.yml"), "benchmarks", None)[1].args
-    check(path, generate_full_range_input(**{**spec, "seed": 5}), calls=2)
+    data = generate_full_range_input(**{**spec, "seed": 5})
+    assert [launch.fixed_n8 for launch in launches(path, data)] == [0]  # tiles of 40 to 196 rows: N chosen per tile
+    check(path, data, calls=2)
+
+
+@pytest.mark.skipif(not HAS_KERNEL or torch.cuda.get_device_capability()[0] != 9, reason="sm_90a kernels")
+@pytest.mark.parametrize("m,n,k,fixed_n8", [
+    ((1, 17, 0, 129), (1024, 512, 256, 768), (512, 512, 256, 512), 2),  # tiles of 1 to 16 rows issued with N = 16
+    ((192, 320), (3072, 3072), (512, 1024), 14),                        # A chunks of 96 and 112 rows
+    ((256, 256), (128 * 80, 128 * 80), (256, 256), 32),                 # several waves, every tile 256 rows
+])
+def test_kernel_built_for_one_wgmma_n_writes_only_its_tiles_rows(path, m, n, k, fixed_n8):
+    """Columns past a tile's rows (the next chunk's A rows, or zeros past the group's) are computed and never stored."""
+    data = generate_full_range_input(m, n, k, len(m), seed=sum(m) + fixed_n8)
+    assert {launch.fixed_n8 for launch in launches(path, data)} == {fixed_n8}
+    check(path, data, calls=3)
 
 
 def views_at(buffers, m, n, k):

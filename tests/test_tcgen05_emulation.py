@@ -16,6 +16,7 @@ import torch
 import submission
 from conftest import ROOT
 from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
+from plan_launches import launches
 from reference import generate_full_range_input, generate_input
 from runners import clone_data
 from spec import read_cases
@@ -144,25 +145,10 @@ def run_poisoned(path, data):
     return out, data
 
 
-def launches(path, data) -> list[tuple[int, int, bool]]:
-    """(CTAs, tiles, persistent kernel) of each launch the plan for `data` makes."""
-    handle, _ = submission.create_plan(path.lib, data, path.num_sms, 1, ctypes.create_string_buffer(256))
-    try:
-        out = []
-        for launch in range(path.lib.nvfp4_plan_launch_count(handle)):
-            grid, persistent, tiles = (ctypes.c_int() for _ in range(3))
-            path.lib.nvfp4_plan_launch_info(handle, launch, ctypes.byref(grid), ctypes.byref(persistent), ctypes.byref(tiles),
-                                            (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 300)())
-            out.append((grid.value, tiles.value, bool(persistent.value)))
-        return out
-    finally:
-        path.lib.nvfp4_plan_destroy(handle)
-
-
 def check(path, data):
     """Poisoned outputs against the exact product; and the kernel variant is the one the fixture names."""
-    for ctas, tiles, persistent in launches(path, data):
-        assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent)
+    for ctas, tiles, persistent, fixed_n8 in launches(path, data):
+        assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0
     out, data = run_poisoned(path, data)
     assert_matches_exact(out, data)
 

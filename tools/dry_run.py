@@ -49,14 +49,17 @@ def check_case(lib, data, num_sms) -> list[str]:
         handle, _workspace = plan_for(lib, data, num_sms)
     except ValueError as e:
         return [str(e)]
-    problems, seen = [], {}
+    problems, seen, chunk_rows = [], {}, {}
     try:
         for launch in range(lib.nvfp4_plan_launch_count(handle)):
-            grid, persistent, count = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+            grid, persistent, fixed_n8, count = (ctypes.c_int() for _ in range(4))
             tiles, firsts = (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 512)()
-            lib.nvfp4_plan_launch_info(handle, launch, ctypes.byref(grid), ctypes.byref(persistent), ctypes.byref(count), tiles, firsts)
+            lib.nvfp4_plan_launch_info(handle, launch, ctypes.byref(grid), ctypes.byref(persistent), ctypes.byref(fixed_n8),
+                                       ctypes.byref(count), tiles, firsts)
             if not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > grid.value):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
+            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in submission._FIXED_WGMMA_N8):
+                problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
             if firsts[grid.value] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(grid.value)):
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")
             groups = {}
@@ -83,8 +86,12 @@ def check_case(lib, data, num_sms) -> list[str]:
                         problems.append(f"group {g} tile {key}: {name} reads past its {t.numel()} bytes")
                 if off_m >= m or off_n >= n or k % k_multiple.value:
                     problems.append(f"group {g} tile {key}: outside the problem")
-                if chunk not in (128, 256) or box > chunk or box < min(chunk, m):
-                    problems.append(f"group {g}: A chunk {chunk} rows with a box of {box}")
+                rows = min(chunk, m - off_m)
+                wgmma_rows = 8 * fixed_n8.value if fixed_n8.value else -(-rows // 8) * 8
+                chunk_rows.setdefault(g, set()).add(chunk)
+                if (chunk not in ((tile_m.value,) if lib.nvfp4_arch() == 100 else range(8, tile_m.value + 1, 8))
+                        or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)):
+                    problems.append(f"group {g} tile {key}: {rows} rows of an A chunk of {chunk}, a box of {box}, wgmma N {wgmma_rows}")
     finally:
         lib.nvfp4_plan_destroy(handle)
     for g, (m, n, _, _) in enumerate(sizes):
@@ -92,7 +99,8 @@ def check_case(lib, data, num_sms) -> list[str]:
             chunks = {mc for (gg, mc, _) in seen if gg == g}
             n_blocks = -(-n // tile_n.value)
             expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(n_blocks)}
-            if {key for key in seen if key[0] == g} != expected or len(chunks) not in (-(-m // tile_m.value), -(-m // 128)):
+            one_chunk_size = len(chunk_rows.get(g, ())) == 1
+            if {key for key in seen if key[0] == g} != expected or not one_chunk_size or len(chunks) != -(-m // min(chunk_rows[g])):
                 problems.append(f"group {g}: scheduled tiles are not every (m chunk, n block) once")
         elif any(key[0] == g for key in seen):
             problems.append(f"group {g}: empty but scheduled")
