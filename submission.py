@@ -1248,11 +1248,12 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
       const int64_t x = tiles[size_t(t)].cost;
       for (int p = 0; p < std::min(kPartners, ctas - 1); ++p) {
         const int c = by_load[size_t(p)];
-        if (std::max(top - x, load[size_t(c)] + x) < best) best = std::max(top - x, load[size_t(c)] + x), best_tile = t, best_cta = c, best_swap = -1;
+        const int64_t moved = std::max(top - x, load[size_t(c)] + x);
+        if (moved < best) best = moved, best_tile = t, best_cta = c, best_swap = -1;
         for (int u = first[size_t(c)]; u >= 0; u = next[size_t(u)]) {
           const int64_t y = tiles[size_t(u)].cost;
-          const int64_t higher = std::max(top - x + y, load[size_t(c)] - y + x);
-          if (y < x && higher < best) best = higher, best_tile = t, best_cta = c, best_swap = u;
+          const int64_t swapped = std::max(top - x + y, load[size_t(c)] - y + x);
+          if (y < x && swapped < best) best = swapped, best_tile = t, best_cta = c, best_swap = u;
         }
       }
     }
