@@ -1188,10 +1188,8 @@ void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
   for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
   if (NVFP4_ARCH != 90 || count_tiles(groups) >= num_sms) return;
   auto tiles_under = [&](int bound) {
-    int tiles = 0;
-    for (const GroupShape& s : groups)
-      if (has_tiles(s)) tiles += ceil_div(s.m, bound) * ceil_div(s.n, Arch::kTileN);
-    return tiles;
+    for (GroupShape& s : groups) s.chunk_rows = bound;
+    return count_tiles(groups);
   };
   int bound = Arch::kTileM;
   while (bound > 8 && tiles_under(bound - 8) <= num_sms) bound -= 8;
