@@ -210,17 +210,26 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-// Waits for the phase of the given parity; traps after about 10 s, so a protocol bug surfaces as an
-// error on the host instead of a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA
-// runs on one thread, and under compute-sanitizer a wait for it outlasts 10 s.
-constexpr long long kWaitTrapCycles = NVFP4_TCGEN05_EMULATION ? 2000000000000LL : 20000000000LL;
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done != 0;
+}
+// Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: any time-out
+// check in it, even one clock read per 1024 polls, made the GEMM 4% slower on the H200 (PERF.md
+// section 10). Their producer stands guard for them (produce()).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  while (!mbar_try_wait(bar, parity)) {
+  }
+}
+// The same, trapping after about 10 s, so a protocol bug surfaces as an error on the host instead of
+// a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA runs on one thread, and under
+// compute-sanitizer a wait for it outlasts 10 s.
+constexpr long long kWaitTrapCycles = NVFP4_TCGEN05_EMULATION ? 2000000000000LL : 20000000000LL;
+__device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   long long start = 0;
-  while (true) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    if (done) return;
+  while (!mbar_try_wait(bar, parity)) {
     if (start == 0) start = clock64();
     else if (clock64() - start > kWaitTrapCycles) __trap();
   }
@@ -493,7 +502,7 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
     const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
       const int s = iter % kStages;
-      mbar_wait(bars.empty(s), ((iter / kStages) & 1) ^ 1);
+      mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
       const uint32_t full = bars.full(s);
       const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
       mbar_arrive_expect_tx(full, bytes);
@@ -502,6 +511,9 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
       bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
     }
   }
+  // The consumers' release of every stage they used. A consumer stuck on a stage that never lands
+  // releases nothing more, so this wait, or one above, traps for it.
+  for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
 }
 
 template <int kFixedN8>
@@ -947,7 +959,7 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
     const int k = tc.g->k;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      mbar_wait(bars.mma(stage), mma_phase);
+      mbar_wait_or_trap(bars.mma(stage), mma_phase);
       const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
       const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
       const int off_k = iter_k * kBlockK;
@@ -972,11 +984,11 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
     const TileCoords tc = tile_coords(args, i);
     const int scale_a_offset = ((tc.off_m / kBlockM) % (128 / kBlockM)) * (kBlockM / 32);
     const int scale_b_offset = ((tc.off_n / kBlockN) % (128 / kBlockN)) * (kBlockN / 32);
-    mbar_wait(bars.epilogue(buffer), epilogue_phase);
+    mbar_wait_or_trap(bars.epilogue(buffer), epilogue_phase);
     tcgen05_fence_after_sync();
     const uint32_t d_tmem = tmem + buffer * kBlockN;
     for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
-      mbar_wait(bars.tma(stage), tma_phase);
+      mbar_wait_or_trap(bars.tma(stage), tma_phase);
       tcgen05_fence_after_sync();
       const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
       const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
@@ -1013,7 +1025,7 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
   for (int i = first; i < last; ++i) {
     const TileCoords tc = tile_coords(args, i);
     const int m = tc.g->m, n = tc.g->n;
-    mbar_wait(bars.mainloop(buffer), mainloop_phase);
+    mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
     tcgen05_fence_after_sync();
     for (int half = 0; half < 2; ++half) {
       float v[64];
