@@ -146,3 +146,17 @@ def test_the_bulk_input_check_takes_only_what_the_full_checks_take(monkeypatch):
         assert full or not takes, name
         assert takes == must_take or must_take is None, name
         assert not submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, 0), name
+
+
+def test_running_the_file_without_a_gpu_says_so_and_exits_0():
+    """The leaderboard's compile step is `python3 submission.py`."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "submission.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "no CUDA GPU here, nothing to build" in proc.stdout

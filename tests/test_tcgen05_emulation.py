@@ -190,3 +190,28 @@ def test_a_deliberately_broken_layout_fails(bug):
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):
         assert_matches_exact(out, data)
+
+
+# ----------------------------------------------------------------------------- the first-use self-check
+def test_the_self_check_passes_the_emulated_kernel_silently(capfd):
+    path = emulated_path(8)
+    assert submission.self_checked(path, torch.device("cuda")) is path
+    assert capfd.readouterr().err == ""
+
+
+def test_a_planted_wrong_result_falls_back_with_one_warning_and_passes_the_harness(tmp_path):
+    """eval.py test task.yml on a copy of submission.py whose sm_100a kernel reads the wrong scale columns."""
+    import os
+    import subprocess
+
+    good, bad = BROKEN["scale columns of the next 32 rows"]
+    text = (ROOT / "submission.py").read_text()
+    assert text.count(good) == 1
+    planted = tmp_path / "submission.py"
+    planted.write_text(text.replace(good, bad))
+    env = {**os.environ, submission.EMULATION_ENV: "1"}
+    proc = subprocess.run([sys.executable, "eval.py", "test", "task.yml", "--submission", str(planted)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if "failed its first-use self-check" in line]
+    assert len(warnings) == 1 and "elements off, the first at row" in warnings[0] and "Using portable_kernel" in warnings[0]
