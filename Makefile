@@ -3,10 +3,11 @@ PYTHON     ?= python3
 SPEC       ?= task.yml
 SUBMISSION ?= submission.py
 TORCH_SPEC ?= torch==2.13.0
+MODE       ?= test
 SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit check-cuda peers dry-run sanitize
+.PHONY: deps run test benchmark leaderboard profile diff submit check-submission check-cuda peers dry-run sanitize
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -30,6 +31,9 @@ profile: deps
 diff: deps
 	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
 
+check-submission:  ## the leaderboard server's text rules on $(SUBMISSION): no banned word, size, UTF-8, imports
+	$(PYTHON) tools/check_submission.py $(SUBMISSION)
+
 check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
 	$(PYTHON) tools/check_cuda.py
 
@@ -46,9 +50,5 @@ sanitize: deps  ## the submission on varied inputs under compute-sanitizer memch
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
 	$(PYTHON) bench/peers.py --out docs
 
-submit:
-	@command -v popcorn-cli >/dev/null 2>&1 || { \
-	  echo "popcorn-cli is not installed. Download it from https://github.com/gpu-mode/popcorn-cli/releases,"; \
-	  echo "put it on your PATH and run 'popcorn-cli register discord' (or github) once, then 'make submit' again."; \
-	  exit 1; }
-	popcorn-cli submit --gpu B200 --leaderboard nvfp4_group_gemm --mode leaderboard $(SUBMISSION)
+submit: check-submission  ## send $(SUBMISSION) to the leaderboard's B200 (MODE=test, the default, or benchmark or leaderboard) after check-submission
+	$(PYTHON) tools/submit.py --mode $(MODE) $(SUBMISSION)

@@ -1,0 +1,61 @@
+"""tools/check_submission.py: the leaderboard server's text rules, applied before a file is sent."""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from check_submission import MAX_BYTES, problems  # noqa: E402
+
+SUBMISSION = ROOT / "submission.py"
+
+
+def test_the_submission_passes_the_gate():
+    assert problems(SUBMISSION) == []
+
+
+def test_make_check_submission_passes():
+    proc = subprocess.run(["make", "-s", "check-submission"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passes the leaderboard's gate" in proc.stdout
+
+
+def planted(tmp_path, text: str | bytes):
+    path = tmp_path / "submission.py"
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+def test_the_banned_word_in_a_comment_fails_with_its_line(tmp_path):
+    lines = SUBMISSION.read_text().splitlines()
+    lines.insert(3, "# runs on a side STREAM")
+    path = planted(tmp_path, "\n".join(lines) + "\n")
+    assert problems(path) == [f"{path}:4:18: contains 'stream' (in any case), which the server refuses"]
+    proc = subprocess.run(["make", "-s", "check-submission", f"SUBMISSION={path}"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode != 0 and f"{path}:4:18" in proc.stderr
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "the file is empty"),
+    ("  \n\n", "the file is empty"),
+    (b"x = '\xff'\n", "not UTF-8"),
+    ("import numpy\n", "imports 'numpy'"),
+    ("def f():\n    from triton import jit\n", "imports 'triton'"),
+    ("from . import helper\n", "imports '.'"),
+    ("x = (\n", "not valid Python"),
+])
+def test_each_rule_fails_on_its_own(tmp_path, text, message):
+    found = problems(planted(tmp_path, text))
+    assert len(found) == 1 and message in found[0]
+
+
+def test_a_file_over_the_size_limit_fails(tmp_path):
+    path = planted(tmp_path, "x = 1\n" + "#" * MAX_BYTES + "\n")
+    assert any("bytes, the limit is 1,000,000" in p for p in problems(path))
+
+
+def test_the_standard_library_torch_and_task_are_allowed(tmp_path):
+    path = planted(tmp_path, "import ctypes, os.path\nimport torch.utils.cpp_extension\nfrom task import input_t\n")
+    assert problems(path) == []
