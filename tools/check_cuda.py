@@ -1,40 +1,58 @@
 """Compile submission.py's CUDA source for every target architecture and check ptxas' report.
 
-    python tools/check_cuda.py [--arch 90 100]
+    python tools/check_cuda.py [--arch 90 100] [--no-other-toolkits]
 
 Fails on a compile error, a register spill or a stack frame in any kernel, or when ptxas reports
 that it serialized the wgmma pipeline (its "Potential Performance Loss" notes C7510-C7520: the
 kernel stays correct but each wgmma waits for the previous one). Also compiles the test
 build of the sm_100a kernel with tcgen05 emulated for sm_90a (it must compile; its emulation code
-may use a stack). Needs nvcc (13.0 or newer), no GPU. The libraries and ptxas logs stay in build/
-(the tests reuse them).
+may use a stack). Then, with toolkits from the package registry (tools/cuda_toolkits.py): the
+source against the CUDA 12.8 headers (host code and PTX; the 12.8 wheels have no nvcc driver,
+so no machine code), and the same full checks with the CUDA 13.1 nvcc. Needs nvcc (13.0 or
+newer), no GPU. The libraries and ptxas logs stay in build/ (the tests reuse them).
 """
 import argparse
 import re
 import sys
 
-from nvcc_build import build, submission
+from cuda_toolkits import Toolkit, fetch
+from nvcc_build import MACHINE_TOOLKIT, build, included_headers, submission
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")
 
 
-def check(arch: int) -> list[str]:
+def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
     target = submission.BUILD_TARGETS[arch]
+    name = f"sm_{target}" + (f" (CUDA {toolkit.version})" if toolkit.version else "")
     try:
-        _, log = build(arch)
+        _, log = build(arch, toolkit=toolkit)
     except RuntimeError as e:
-        return [str(e)]
+        return [f"{name}: {e}"]
     reports = PROPERTIES.findall(log)
-    problems = [] if reports else [f"sm_{target}: ptxas reported no kernel"]
+    problems = [] if reports else [f"{name}: ptxas reported no kernel"]
     for stack, spill_st, spill_ld in reports:
         if int(stack) or int(spill_st) or int(spill_ld):
-            problems.append(f"sm_{target}: {stack} bytes stack frame, {spill_st} bytes spill stores, {spill_ld} bytes spill loads")
-    serialized = [f"sm_{target}: ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
+            problems.append(f"{name}: {stack} bytes stack frame, {spill_st} bytes spill stores, {spill_ld} bytes spill loads")
+    serialized = [f"{name}: ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
     registers = ", ".join(re.findall(r"Used (\d+) registers", log))
-    print(f"sm_{target}: {len(reports)} kernel(s), registers {registers}; stack frames and spills: "
+    print(f"{name}: {len(reports)} kernel(s), registers {registers}; stack frames and spills: "
           f"{'FOUND' if problems else 'none'}; serialized wgmma: {'FOUND' if serialized else 'none'}", flush=True)
     return problems + serialized
+
+
+def check_headers_only(arch: int, toolkit: Toolkit) -> list[str]:
+    """The source compiled (host code and PTX) against the toolkit's headers, which must be the ones read."""
+    name = f"sm_{submission.BUILD_TARGETS[arch]} against the CUDA {toolkit.version} headers"
+    try:
+        foreign = [h for h in included_headers(arch, toolkit) if h.endswith("/cuda_runtime_api.h")]
+        if foreign != [str(toolkit.include / "cuda_runtime_api.h")]:
+            return [f"{name}: nvcc read {foreign or 'no cuda_runtime_api.h'}, not the CUDA {toolkit.version} one"]
+        build(arch, toolkit=toolkit, device_code=False)
+    except RuntimeError as e:
+        return [f"{name}: {e}"]
+    print(f"{name}: host code and PTX compile", flush=True)
+    return []
 
 
 def check_emulation_build() -> list[str]:
@@ -47,12 +65,28 @@ def check_emulation_build() -> list[str]:
     return []
 
 
+def check_other_toolkits(arches: list[int]) -> list[str]:
+    problems = []
+    for version, full in (("12.8", False), ("13.1", True)):
+        try:
+            toolkit = fetch(version)
+        except RuntimeError as e:
+            problems.append(str(e))
+            continue
+        problems += [p for arch in arches for p in (check(arch, toolkit) if full else check_headers_only(arch, toolkit))]
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arch", type=int, nargs="+", default=sorted(submission.BUILD_TARGETS))
-    problems = [p for arch in parser.parse_args().arch for p in check(arch)]
-    if 100 in parser.parse_args().arch:
+    parser.add_argument("--no-other-toolkits", action="store_true", help="only the machine's nvcc (no download)")
+    args = parser.parse_args()
+    problems = [p for arch in args.arch for p in check(arch)]
+    if 100 in args.arch:
         problems += check_emulation_build()
+    if not args.no_other_toolkits:
+        problems += check_other_toolkits(args.arch)
     for p in problems:
         print(p, file=sys.stderr)
     sys.exit(1 if problems else 0)

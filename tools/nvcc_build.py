@@ -15,31 +15,55 @@ BUILD = ROOT / "build"
 sys.path.insert(0, str(ROOT))
 
 import submission  # noqa: E402
+from cuda_toolkits import Toolkit  # noqa: E402
+
+MACHINE_TOOLKIT = Toolkit("", "nvcc", None)  # the nvcc on PATH, with its own headers
 
 
-def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None) -> tuple[Path, str]:
-    """(path of the shared library, ptxas report) for NVFP4_ARCH=arch on nvcc target `target`.
+def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None,
+          toolkit: Toolkit | None = None, device_code: bool = True) -> tuple[Path, str]:
+    """(path of the shared library, or of the object file without device_code; ptxas report) for
+    NVFP4_ARCH=arch on nvcc target `target`.
 
     emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, built for sm_90a. source: another
-    CUDA source than submission.py's (the tests build deliberately broken variants).
+    CUDA source than submission.py's (the tests build deliberately broken variants). toolkit: a
+    CUDA toolkit other than the machine's (tools/cuda_toolkits.py). device_code=False: an object
+    file with PTX only (no ptxas), enough to check the host code against the toolkit's API.
     """
+    toolkit = toolkit or MACHINE_TOOLKIT
     target = target or ("90a" if emulate_tcgen05 else submission.BUILD_TARGETS[arch])
     source = source or submission.cuda_source()
-    flags = submission.nvcc_flags(arch, target, emulate_tcgen05)
-    digest = hashlib.sha1((source + " ".join(flags)).encode()).hexdigest()[:12]
+    flags = [*toolkit.flags, *submission.nvcc_flags(arch, target, emulate_tcgen05)]
+    if not device_code:
+        flags = [f.replace(f"code=sm_{target}", f"code=compute_{target}") for f in flags]
+    digest = hashlib.sha1((source + " ".join(flags) + toolkit.nvcc).encode()).hexdigest()[:12]
     BUILD.mkdir(exist_ok=True)
-    flavour = f"sm{target}" + ("_tcgen05_emulated" if emulate_tcgen05 else "")
-    lib, log_path = BUILD / f"libnvfp4_{flavour}_{digest}.so", BUILD / f"ptxas_{flavour}_{digest}.log"
-    if not lib.exists() or not log_path.exists():
+    flavour = f"sm{target}" + ("_tcgen05_emulated" if emulate_tcgen05 else "") + (f"_cuda{toolkit.version}" if toolkit.version else "")
+    out = BUILD / (f"libnvfp4_{flavour}_{digest}.so" if device_code else f"nvfp4_{flavour}_{digest}.o")
+    log_path = BUILD / f"ptxas_{flavour}_{digest}.log"
+    if not out.exists() or not log_path.exists():
         cu = BUILD / f"nvfp4_{digest}.cu"
         cu.write_text(source)
-        log_path.write_text(_nvcc(["-Xptxas", "-v", *flags, str(cu)], lib, f"sm_{target}"))
-    return lib, log_path.read_text()
+        link = ["-shared", "-Xcompiler", "-fPIC"] if device_code else ["-c"]
+        log_path.write_text(_nvcc(toolkit.nvcc, [*link, "-Xptxas", "-v", *flags, str(cu)], out, f"sm_{target}"))
+    return out, log_path.read_text()
 
 
-def _nvcc(args: list[str], lib: Path, what: str) -> str:
-    """Compile a shared library with nvcc; its output (the ptxas report with -Xptxas -v)."""
-    proc = subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(lib)], capture_output=True, text=True)
+def included_headers(arch: int, toolkit: Toolkit) -> list[str]:
+    """The headers nvcc reads for submission.py's source with this toolkit (its -M list)."""
+    BUILD.mkdir(exist_ok=True)
+    cu = BUILD / "nvfp4_headers.cu"
+    cu.write_text(submission.cuda_source())
+    flags = [*toolkit.flags, *submission.nvcc_flags(arch, submission.BUILD_TARGETS[arch])]
+    proc = subprocess.run([toolkit.nvcc, "-M", *flags, str(cu)], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"nvcc -M failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return proc.stdout.replace("\\\n", " ").split()
+
+
+def _nvcc(nvcc: str, args: list[str], out: Path, what: str) -> str:
+    """Run nvcc with `-o out`; its output (the ptxas report with -Xptxas -v)."""
+    proc = subprocess.run([nvcc, *args, "-o", str(out)], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"nvcc failed for {what}:\n{(proc.stdout + proc.stderr)[-4000:]}")
     return proc.stdout + proc.stderr
@@ -60,5 +84,6 @@ def build_probes(probe_source: Path) -> ctypes.CDLL:
     if not lib.exists():
         header = BUILD / f"nvfp4_{digest}.cuh"
         header.write_text(source)
-        _nvcc([*flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source)], lib, probe_source.name)
+        _nvcc("nvcc", ["-shared", "-Xcompiler", "-fPIC", *flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source)], lib,
+              probe_source.name)
     return ctypes.CDLL(str(lib))
