@@ -1,16 +1,22 @@
-"""The evaluation harness: the leaderboard's protocol (PROBLEM.md section 5), usable on any machine.
+"""The evaluation harness: the leaderboard's protocol (docs/PROBLEM.md section 5), usable on any machine.
 
-    python eval.py MODE SPEC [--submission PATH] [--timeout SECONDS]
+    python eval.py MODE SPEC [--submission PATH] [--timeout SECONDS] [--strict]
 
 MODE is test, benchmark, leaderboard, profile or diff. SPEC is a spec file (one case a line)
 or task.yml (its `tests` for test and diff, its `benchmarks` otherwise). With POPCORN_FD
 set, `key: value` result lines go to that file descriptor; readable results always go to
-stdout and progress to stderr. Exit codes: 0 pass, 112 a check failed, 113 bad spec, 2 bad
-arguments.
+stdout and progress to stderr. Benchmarks are timed as the leaderboard times them (its 64 GiB
+flush, or a stand-in where the GPU has less memory, with no synchronize before the start event:
+GPU time), and once more with the host's part counted. --strict times every repeat on fresh
+clones of the inputs, shuffled, and warns about outputs that are not the given c tensors in
+fp16. Exit codes: 0 pass, 112 a check failed, 113 bad spec, 2 bad arguments. The contract:
+docs/PROBLEM.md.
 """
 import argparse
 import base64
 import dataclasses
+import errno
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -30,6 +36,8 @@ class Protocol:
     def __init__(self, fd: int | None):
         self.file = None
         if fd is not None:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:  # fcntl: OSError when fd is not open
+                raise OSError(errno.EBADF, "open for reading only")
             self.file = os.fdopen(fd, "w")
             os.set_inheritable(fd, False)
 
@@ -53,18 +61,35 @@ def finish(out: Protocol, passed: bool) -> int:
     return EXIT_PASS if passed else EXIT_FAIL
 
 
-def _call(worker, name, *args, timeout):
+def _call(worker, name, *args, timeout, **kwargs):
     """(True, result) or (False, failure message)."""
     from worker import WorkerFailure
 
     try:
-        return True, worker.call(name, *args, timeout=timeout)
+        return True, worker.call(name, *args, timeout=timeout, **kwargs)
     except WorkerFailure as e:
         return False, str(e)
 
 
 # ----------------------------------------------------------------------------- modes
+def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bool:
+    """Import the submission in the worker; on failure, say why once and fail every case."""
+    ok, result = _call(worker, "import_submission", submission, timeout=timeout)
+    if ok:
+        return True
+    first_line = result.splitlines()[0] if result else "unknown error"
+    print(f"{submission} failed to import:\n{result}", flush=True)
+    out.log(f"{kind}-count", len(tests))
+    for i, test in enumerate(tests):
+        out.log(f"{kind}.{i}.spec", test.spec)
+        out.log(f"{kind}.{i}.status", "fail")
+        out.log(f"{kind}.{i}.error", f"the submission failed to import: {first_line}")
+    return False
+
+
 def run_testing(out, worker, tests, submission, timeout) -> int:
+    if not submission_imports(out, worker, tests, submission, timeout, "test"):
+        return finish(out, False)
     out.log("test-count", len(tests))
     passed = True
     for i, test in enumerate(tests):
@@ -96,46 +121,91 @@ def _summarize(case: dict) -> str:
 def print_timing_table(tests, results, device: str) -> None:
     ceilings = ceilings_for(device)
     floor_head = f"{ceilings.name} floor (us)  x floor" if ceilings else "(no floor: unknown GPU)"
+    timed = [r for r in results if r is not None]
     print(f"\ndevice: {device}" + (f"  [floors: {ceilings.basis}]" if ceilings else ""))
-    print(f"{'case':<5} {'mean (us)':>11} {'err (us)':>9} {'runs':>5}  {floor_head}  shape")
-    means, floors = [], []
-    for i, (test, stats) in enumerate(zip(tests, results)):
+    if timed:
+        print(f"flush: {timed[0].flush}")
+    print(f"{'case':<5} {'mean (us)':>11} {'err (us)':>9} {'runs':>5} {'with host':>10}  {floor_head}  shape")
+    means, floors, hosts = [], [], []
+    for i, (test, result) in enumerate(zip(tests, results)):
         shape = _summarize(test.args)
-        if stats is None:
+        if result is None:
             print(f"{i:<5} {'FAIL':>11}  {shape}")
             continue
+        stats = result.stats
         mean_us = stats.mean / 1e3
         means.append(mean_us)
+        host = f"{result.host_included.mean / 1e3:>10.2f}" if result.host_included else f"{'-':>10}"
+        if result.host_included:
+            hosts.append(result.host_included.mean / 1e3)
         floor_cols = ""
         if ceilings:
             f = floor_us(ceilings, test.args["m"], test.args["n"], test.args["k"])
             floors.append(f)
             floor_cols = f"{f:>15.2f} {mean_us / f:>8.2f}"
-        print(f"{i:<5} {mean_us:>11.2f} {stats.err / 1e3:>9.3f} {stats.runs:>5}  {floor_cols}  {shape}")
+        print(f"{i:<5} {mean_us:>11.2f} {stats.err / 1e3:>9.3f} {stats.runs:>5} {host}  {floor_cols}  {shape}")
     if means and len(means) == len(results):
-        line = f"{'geo':<5} {geomean(means):>11.2f} {'':>9} {'':>5}"
+        host = f"{geomean(hosts):>10.2f}" if len(hosts) == len(means) else f"{'':>10}"
+        line = f"{'geo':<5} {geomean(means):>11.2f} {'':>9} {'':>5} {host}"
         if ceilings:
             line += f"  {geomean(floors):>15.2f} {geomean(means) / geomean(floors):>8.2f}"
         print(line + "  (geometric mean)")
+    if any(r.host_included for r in timed):
+        print("mean: GPU time per call, timed as the leaderboard does; with host: the same calls timed after a synchronize, "
+              "so the host's part of each call counts (what a caller outside a CUDA graph waits for)")
+    elif timed:
+        print("mean: wall time per call on the CPU")
+    for i, result in enumerate(results):
+        for warning in result.warnings if result else ():
+            print(f"warning, case {i}: {warning} (the leaderboard compares values only)")
 
 
-def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool) -> int:
-    if leaderboard:
+@dataclasses.dataclass
+class BenchmarkPlan:
+    """How many input sets and repeats a case gets, and what to say about it."""
+    sets: int
+    repeats: int
+    warm_up: bool
+    progress: bool
+    notice: str | None
+
+    @classmethod
+    def for_device(cls, on_gpu: bool) -> "BenchmarkPlan":
+        if on_gpu:
+            return cls(sets=15, repeats=100, warm_up=True, progress=False, notice=None)
+        return cls(sets=1, repeats=2, warm_up=False, progress=True,
+                   notice="no CUDA GPU: these are CPU times, which do not predict the leaderboard's (a B200). To finish in "
+                          "about a minute each case gets 1 input set (the leaderboard: 15) and 2 repeats (up to 100), and "
+                          "there is no warm-up.")
+
+
+def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool, plan: BenchmarkPlan, strict: bool) -> int:
+    if plan.notice:
+        print(plan.notice, flush=True)
+        progress(plan.notice)
+    if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+        return finish(out, False)
+    if strict:
+        print("strict: every repeat on fresh clones of the input sets, in a shuffled order; outputs checked for being "
+              "the given c tensors in fp16", flush=True)
+    common = dict(sets=plan.sets, strict=strict, progress=plan.progress)
+    if plan.warm_up and leaderboard:
         for i, test in enumerate(tests):
             progress(f"warm-up {i + 1}/{len(tests)}")
-            _call(worker, "run_benchmark", submission, test.args, False, 50, 5e8, timeout=timeout)
-    else:
+            _call(worker, "run_benchmark", submission, test.args, False, 50, 5e8, **common, with_host=False, timeout=timeout)
+    elif plan.warm_up:
         progress("warm-up on the first case")
-        _call(worker, "run_benchmark", submission, tests[0].args, False, 100, 1e8, timeout=timeout)
+        _call(worker, "run_benchmark", submission, tests[0].args, False, 100, 1e8, **common, with_host=False, timeout=timeout)
     out.log("benchmark-count", len(tests))
     passed, results = True, []
     max_time_ns = 30e9 if leaderboard else 10e9
     for i, test in enumerate(tests):
         progress(f"benchmark {i + 1}/{len(tests)}: {test.spec}")
         out.log(f"benchmark.{i}.spec", test.spec)
-        ok, result = _call(worker, "run_benchmark", submission, test.args, leaderboard, 100, max_time_ns, timeout=timeout)
+        ok, result = _call(worker, "run_benchmark", submission, test.args, leaderboard, plan.repeats, max_time_ns, **common,
+                           timeout=timeout)
         if ok and not isinstance(result, str):
-            _log_stats(out, i, result)
+            _log_stats(out, i, result.stats)
             results.append(result)
             continue
         passed = False
@@ -150,7 +220,11 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool)
     return finish(out, passed)
 
 
-def run_profiling(out, worker, tests, submission, timeout) -> int:
+def run_profiling(out, worker, tests, submission, timeout, plan: BenchmarkPlan) -> int:
+    if plan.notice:
+        print("no CUDA GPU: a CPU profile of the portable path, which says nothing about the leaderboard's GPU", flush=True)
+    if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+        return finish(out, False)
     out.log("benchmark-count", len(tests))
     passed = True
     for i, test in enumerate(tests):
@@ -169,6 +243,8 @@ def run_profiling(out, worker, tests, submission, timeout) -> int:
 
 
 def run_diffing(out, worker, tests, submission, timeout) -> int:
+    if not submission_imports(out, worker, tests, submission, timeout, "test"):
+        return finish(out, False)
     passed = True
     for i, test in enumerate(tests):
         progress(f"diff {i + 1}/{len(tests)}: {test.spec}")
@@ -198,6 +274,7 @@ def parse_args(argv):
     parser.add_argument("spec", help="spec file, or task.yml")
     parser.add_argument("--submission", default=str(HERE / "submission.py"), help="file defining custom_kernel")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one case may take (default 900)")
+    parser.add_argument("--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16")
     return parser.parse_args(argv)
 
 
@@ -225,17 +302,24 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return EXIT_BAD_SPEC
 
+    import torch
+
     from worker import Worker
 
-    out = Protocol(fd)
+    try:
+        out = Protocol(fd)
+    except OSError as e:
+        print(f"POPCORN_FD={fd} is not a file descriptor open for writing ({e.strerror})", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    plan = BenchmarkPlan.for_device(torch.cuda.is_available())
     worker = Worker(str(HERE))
     try:
         if args.mode == "test":
             return run_testing(out, worker, tests, submission, args.timeout)
         if args.mode in ("benchmark", "leaderboard"):
-            return run_benchmarking(out, worker, tests, submission, args.timeout, args.mode == "leaderboard")
+            return run_benchmarking(out, worker, tests, submission, args.timeout, args.mode == "leaderboard", plan, args.strict)
         if args.mode == "profile":
-            return run_profiling(out, worker, tests, submission, args.timeout)
+            return run_profiling(out, worker, tests, submission, args.timeout, plan)
         return run_diffing(out, worker, tests, submission, args.timeout)
     finally:
         worker.stop()

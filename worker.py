@@ -33,11 +33,11 @@ def _serve(conn, eval_dir: str) -> None:
 
     while True:
         try:
-            name, args = conn.recv()
+            name, args, kwargs = conn.recv()
         except EOFError:
             return
         try:
-            result = ("ok", getattr(runners, name)(*args))
+            result = ("ok", getattr(runners, name)(*args, **kwargs))
         except BaseException as e:  # noqa: BLE001 - every failure goes back to the parent as text
             lines = traceback.format_exception(type(e), e, e.__traceback__)
             result = ("error", f"{type(e).__name__}: {e}\n" + "".join(lines[-12:]))
@@ -58,11 +58,11 @@ class Worker:
         child.close()
         self._conn = parent
 
-    def call(self, name: str, *args, timeout: float):
-        """Run runners.<name>(*args) in the worker and return its result."""
+    def call(self, name: str, *args, timeout: float, **kwargs):
+        """Run runners.<name>(*args, **kwargs) in the worker and return its result."""
         if self._proc is None or not self._proc.is_alive():
             self._start()
-        self._conn.send((name, args))
+        self._conn.send((name, args, kwargs))
         deadline = time.monotonic() + timeout
         while not self._conn.poll(0.2):
             if not self._proc.is_alive() and not self._conn.poll(0):
