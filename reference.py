@@ -1,6 +1,6 @@
 """The problem's reference: input generation, the reference kernel and the correctness check.
 
-Protocol-compatible with the leaderboard's reference (PROBLEM.md sections 2-4): the same
+Protocol-compatible with the leaderboard's reference (docs/PROBLEM.md sections 2-4): the same
 distributions, layouts and order of random draws, so a seed gives the same tensors. It runs
 on any machine: FP4 `torch._scaled_mm` where the GPU has FP4 tensor cores (sm_100 class),
 an exact decode with fp32 accumulation everywhere else, the CPU included.
@@ -112,7 +112,7 @@ def _generate(m, n, k, g, seed, device, full_range: bool) -> input_t:
 
 
 def generate_input(m: tuple, n: tuple, k: tuple, g: int, seed: int, device=None) -> input_t:
-    """The official inputs for one case (PROBLEM.md section 2), on CUDA if present, else the CPU.
+    """The official inputs for one case (docs/PROBLEM.md section 2), on CUDA if present, else the CPU.
 
     The plain-layout scales stay on the CPU, as on the leaderboard.
     """

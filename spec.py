@@ -2,7 +2,8 @@
 
 A line holds `key: value` pairs separated by `;`. A value is an integer, a word, or a
 list `[1, 2]` / tuple `(1, 2)` of integers. Blank lines are skipped. Every case must give
-exactly m, n, k (g entries each), g and seed. Anything else is a SpecError (exit 113).
+exactly m, n, k (g entries each), g and seed, with sizes the contract allows (docs/PROBLEM.md).
+Anything else is a SpecError (exit 113).
 """
 import dataclasses
 import re
@@ -10,6 +11,7 @@ from pathlib import Path
 
 PAIR = re.compile(r"\s*([a-zA-Z_]+)\s*:\s*(\[[^\]]*\]|\([^)]*\)|[a-zA-Z_]+|[+-]?[0-9]+)\s*")
 CASE_KEYS = ("m", "n", "k", "g", "seed")
+K_MULTIPLE = 64  # K fills whole 4-column atoms of 16-element scale blocks
 
 
 class SpecError(Exception):
@@ -65,6 +67,9 @@ def validate_case(case: dict, where: str) -> None:
         dims = case[key]
         if not isinstance(dims, tuple) or len(dims) != g or any(d < 0 for d in dims):
             raise SpecError(f"{where}: {key} must be a list of {g} non-negative integers, got {dims!r}")
+    if any(k <= 0 or k % K_MULTIPLE for k in case["k"]):
+        raise SpecError(f"{where}: every k must be a positive multiple of {K_MULTIPLE} (docs/PROBLEM.md, the sizes the contract "
+                        f"allows), got {list(case['k'])}")
 
 
 def format_case(case: dict) -> str:

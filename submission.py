@@ -39,7 +39,7 @@ def _fail(group: int, what: str):
 
 
 def _group_shapes(m: int, n: int, k: int) -> tuple:
-    """The shapes of a group's a, b, c, sfa_reordered and sfb_reordered (PROBLEM.md section 2)."""
+    """The shapes of a group's a, b, c, sfa_reordered and sfb_reordered (docs/PROBLEM.md section 2)."""
     return ((m, k // 2, 1), (n, k // 2, 1), (m, n, 1), (32, 4, -(-m // 128), 4, k // 64, 1), (32, 4, -(-n // 128), 4, k // 64, 1))
 
 
@@ -117,7 +117,7 @@ def portable_kernel(data: input_t) -> output_t:
 # ----------------------------------------------------------------------------- FP4 torch._scaled_mm path
 def blocked_scales(reordered: torch.Tensor) -> torch.Tensor:
     """A reordered [32, 4, rest, 4, rest_k, 1] scale view as the flat blocked tensor `_scaled_mm`
-    takes: its memory order [L][rest][rest_k][32][4][4] (PROBLEM.md section 3); no copy when packed."""
+    takes: its memory order [L][rest][rest_k][32][4][4] (docs/PROBLEM.md section 3); no copy when packed."""
     return reordered.permute(5, 2, 4, 0, 1, 3).reshape(-1)
 
 
@@ -214,7 +214,7 @@ __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_bloc
 __host__ __device__ inline Tile unpack_tile(uint32_t w) { return Tile{int(w & 127u), int((w >> 7) & 511u), int(w >> 16)}; }
 
 // Byte of scale (row r, scale column j) inside its 512-byte atom of the reordered layout
-// (PROBLEM.md section 3); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
+// (docs/PROBLEM.md section 3); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
 __host__ __device__ inline int scale_byte_in_atom(int r, int j) { return (r % 32) * 16 + ((r % 128) / 32) * 4 + (j % 4); }
 __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block, int k) {
   return (int64_t(row_block) * (k / 64) + k_block) * 512;

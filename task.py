@@ -1,4 +1,4 @@
-"""Types of the NVFP4 block-scaled grouped GEMM problem (PROBLEM.md section 2)."""
+"""Types of the NVFP4 block-scaled grouped GEMM problem (docs/PROBLEM.md section 2)."""
 from typing import TypedDict, TypeVar
 
 import torch
