@@ -34,7 +34,7 @@ diff: deps
 check-submission:  ## the leaderboard server's text rules on $(SUBMISSION): no banned word, size, UTF-8, imports
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)
 
-check-cuda:  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
+check-cuda: deps  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
 	$(PYTHON) tools/check_cuda.py
 
 dry-run: deps  ## build the sm_100a launch arguments on this GPU (any CUDA GPU) without launching; check them
@@ -48,6 +48,7 @@ sanitize: deps  ## the submission on varied inputs under compute-sanitizer memch
 	done
 
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
+	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
 	$(PYTHON) bench/peers.py --out docs
 
 submit: check-submission  ## send $(SUBMISSION) to the leaderboard's B200 (MODE=test, the default, or benchmark or leaderboard) after check-submission

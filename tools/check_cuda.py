@@ -13,6 +13,7 @@ newer), no GPU. The libraries and ptxas logs stay in build/ (the tests reuse the
 """
 import argparse
 import re
+import shutil
 import sys
 
 from cuda_toolkits import Toolkit, fetch
@@ -82,6 +83,8 @@ def main():
     parser.add_argument("--arch", type=int, nargs="+", default=sorted(submission.BUILD_TARGETS))
     parser.add_argument("--no-other-toolkits", action="store_true", help="only the machine's nvcc (no download)")
     args = parser.parse_args()
+    if shutil.which("nvcc") is None:
+        sys.exit("make check-cuda needs nvcc (CUDA 13.0 or newer, from the CUDA toolkit) on PATH, and there is none")
     problems = [p for arch in args.arch for p in check(arch)]
     if 100 in args.arch:
         problems += check_emulation_build()

@@ -9,6 +9,7 @@ maps, every byte range the kernel will read or write, and (sm_100a) the TMEM col
 """
 import argparse
 import ctypes
+import shutil
 import sys
 
 import torch
@@ -125,6 +126,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arch", type=int, default=100)
     args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("make dry-run needs a CUDA GPU (any: the sm_100a kernel is never launched), and there is none here")
+    if shutil.which("nvcc") is None:
+        sys.exit("make dry-run needs nvcc (CUDA 12.8 or newer) on PATH to build the host side, and there is none")
     lib = load(args.arch)
     num_sms = 148 if args.arch == 100 else torch.cuda.get_device_properties(0).multi_processor_count
     failures = tmem_problems(lib)
