@@ -121,19 +121,41 @@ def test_same_addresses_with_new_shapes_never_replay_a_stale_graph(path):
 
 def test_inputs_cloned_for_every_call_reuse_addresses_and_ids_safely(path):
     """The leaderboard may clone the inputs per call: each clone dies after its call, and the next
-    one often lands at the same addresses with the same object ids (a dead plan's key)."""
-    data = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=11)
-    for _ in range(6):
-        check(path, data, calls=1)
+    one often lands at the same addresses with the same object ids (a dead plan's key). Every
+    clone holds other values, so a result kept from an earlier call would show."""
+    for seed in range(11, 17):
+        check(path, generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=seed), calls=1)
 
 
-def test_other_b_pointer_with_the_same_first_buffers(path):
-    data = generate_full_range_input((64, 64), (128, 128), (256, 256), 2, seed=8)
-    check(path, data, calls=3)
-    other = clone_data(data)
-    other[0][0] = (data[0][0][0], other[0][0][1], data[0][0][2])  # same A and C, new B
-    other[0][1] = data[0][1]
-    check(path, other, calls=3)
+def rerun(path, inputs):
+    """One more call on the same objects, into NaN-poisoned outputs, checked against their current values."""
+    for _, _, c in inputs[0]:
+        c.fill_(float("nan"))
+    out = path(inputs)
+    torch.cuda.synchronize()
+    assert_matches_exact(out, inputs)
+
+
+def test_a_new_b_with_the_same_a_and_c_objects_is_read(path):
+    inputs = poisoned(generate_full_range_input((64, 64), (128, 128), (256, 256), 2, seed=8))
+    for _ in range(3):  # first sight, graph build, replay
+        rerun(path, inputs)
+    new_b = generate_full_range_input((64, 64), (128, 128), (256, 256), 2, seed=9)[0][0][1]
+    assert not torch.equal(new_b.view(torch.uint8), inputs[0][0][1].view(torch.uint8))
+    inputs[0][0] = (inputs[0][0][0], new_b, inputs[0][0][2])  # same A and C objects, another B
+    for _ in range(3):
+        rerun(path, inputs)
+
+
+def test_a_replay_reads_the_current_values_of_its_tensors(path):
+    inputs = poisoned(generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=18))
+    for _ in range(3):
+        rerun(path, inputs)
+    other = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=19)
+    for mine, theirs in zip(inputs[0] + inputs[1] + inputs[2], other[0] + other[1] + other[2]):  # new values, in place
+        for t, u in zip(mine, theirs):
+            t.copy_(u)
+    rerun(path, inputs)
 
 
 def plans_of(path, sets):
@@ -144,13 +166,15 @@ def plans_of(path, sets):
 
 def test_input_sets_alive_side_by_side_share_one_workspace(path):
     """The harness keeps its 15 input sets alive: their plans need one workspace, not one each."""
-    data = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=12)
-    sets = [poisoned(data) for _ in range(4)]
-    for _ in range(3):  # first sight, graph build, replay
+    sets = [poisoned(generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=s)) for s in range(20, 24)]
+    for _ in range(3):  # first sight, graph build, replay; each set has its own values
+        for d in sets:
+            for _, _, c in d[0]:
+                c.fill_(float("nan"))
         outs = [path(d) for d in sets]
         torch.cuda.synchronize()
-        for out in outs:
-            assert_matches_exact(out, data)
+        for out, d in zip(outs, sets):
+            assert_matches_exact(out, d)
     plans = plans_of(path, sets)
     assert len(plans) == 4 and len({p.workspace.data_ptr() for p in plans}) == 1
 
