@@ -2,7 +2,7 @@
 
 A floor is max(bytes moved / memory bandwidth, FLOP / matrix rate), with each input
 read once and the output written once. Ceilings per GPU:
-- H200: measured on this project's H200 (TARGETS.md): 4262 GB/s device-to-device copy,
+- H200: measured on one of this project's H200s (bench/peers.py measures them again): 4262 GB/s device-to-device copy,
   794 TFLOP/s for an 8192^3 bf16 matmul (the sm_90 path computes in fp16/bf16).
 - B200: the leaderboard's model at 1.5 GHz: 5120 B/clk of DRAM (7.68 TB/s) and dense FP4
   tensor cores at 32768 FLOP/clk/SM on 148 SMs; it reproduces docs/PROBLEM.md's SOL column.
