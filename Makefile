@@ -7,7 +7,7 @@ MODE       ?= test
 SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit check-submission check-cuda peers dry-run sanitize
+.PHONY: deps run test benchmark leaderboard profile diff submit bundle check-bundle check-submission check-cuda peers dry-run sanitize
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -30,6 +30,12 @@ profile: deps
 
 diff: deps
 	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
+
+bundle:  ## write csrc/ (and the generated wgmma code) into submission.py
+	$(PYTHON) tools/bundle.py
+
+check-bundle:  ## fail when submission.py is not what csrc/ produces
+	$(PYTHON) tools/bundle.py --check
 
 check-submission:  ## the leaderboard server's text rules on $(SUBMISSION): no banned word, size, UTF-8, imports
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)

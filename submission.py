@@ -133,11 +133,18 @@ def scaled_mm_kernel(data: input_t) -> output_t:
 
 
 # ----------------------------------------------------------------------------- CUDA source
-# One translation unit, built once per target architecture (NVFP4_ARCH = 90 or 100), with no
-# torch header in it: the host API is extern "C" and is called through ctypes. It reads
-# top-down: launch parameters and shared index arithmetic, PTX wrappers, the kernel of the
-# target architecture, then the host side (tile schedule, tensor maps, plans and graphs).
+# One translation unit, csrc/nvfp4.cu and the files it includes, built once per target
+# architecture (NVFP4_ARCH = 90 or 100) with no torch header in it: its host API is extern "C" and
+# is called through ctypes. The region below is written by tools/bundle.py from csrc/.
+# ----- BEGIN BUNDLE: written by tools/bundle.py from csrc/ (edit the sources there, then run `make bundle`)
 CUDA_SOURCE = r"""
+#line 1 "csrc/nvfp4.cu"
+// The translation unit: the kernel of one architecture (NVFP4_ARCH = 90 or 100), the host side
+// and the extern "C" API that submission.py calls through ctypes (no torch header).
+#line 1 "csrc/prelude.cuh"
+
+// What every file of the translation unit needs: the CUDA and C++ headers, and the build's
+// configuration (NVFP4_ARCH, NVFP4_TCGEN05_EMULATION), checked once.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -161,9 +168,12 @@ CUDA_SOURCE = r"""
 #if NVFP4_TCGEN05_EMULATION && NVFP4_ARCH != 100
 #error "NVFP4_TCGEN05_EMULATION emulates the sm_100a kernel: build it with -DNVFP4_ARCH=100"
 #endif
+#line 4 "csrc/nvfp4.cu"
+#line 1 "csrc/launch_params.cuh"
+
+
 
 namespace nvfp4 {
-
 // ============================================================================ launch parameters
 // Everything a launch needs travels in its kernel parameters (up to 32764 bytes since CUDA 12.1),
 // so each CUDA graph owns a private copy: no device buffer is shared between graphs.
@@ -219,7 +229,13 @@ __host__ __device__ inline int scale_byte_in_atom(int r, int j) { return (r % 32
 __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block, int k) {
   return (int64_t(row_block) * (k / 64) + k_block) * 512;
 }
+}  // namespace nvfp4
+#line 5 "csrc/nvfp4.cu"
+#line 1 "csrc/ptx.cuh"
 
+
+
+namespace nvfp4 {
 // ============================================================================ PTX wrappers (sm_90+)
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
@@ -281,8 +297,25 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
   asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+}  // namespace nvfp4
+#line 6 "csrc/nvfp4.cu"
+#line 1 "csrc/arch.cuh"
+
+// The kernel of the target architecture and its traits (nvfp4::Arch), which the host side uses.
+
+
 
 #if NVFP4_ARCH == 90
+#line 1 "csrc/sm90/kernel.cuh"
+
+
+
+
+#line 1 "csrc/sm90/decode.cuh"
+
+
+
+namespace nvfp4 {
 // ============================================================================ FP4 / FP8 decoding
 // Two E2M1 codes, nibbles q and q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
 // sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
@@ -305,49 +338,14 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
+}  // namespace nvfp4
+#line 6 "csrc/sm90/kernel.cuh"
+#line 1 "csrc/sm90/wgmma.cuh"
 
-// ============================================================================ sm_90a kernel
-// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
-// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
-// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
-// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
-// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
-// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
-//
-// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
-// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
-// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
+
+
+namespace nvfp4 {
 namespace sm90 {
-constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
-constexpr int kConsumerThreads = 256;
-constexpr int kConsumerWarps = kConsumerThreads / 32;
-constexpr int kTileN = 128;            // B rows per tile
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
-constexpr int kBlockK = 64;            // K elements per pipeline stage
-constexpr int kStages = 5;
-constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
-constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
-constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
-constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
-constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
-constexpr int kSmemStages = 0;
-constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
-constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
-constexpr int kNumBarriers = 2 * kStages;
-constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
-constexpr int kPrepassThreads = 256;
-// The wgmma N (/ 8) of the kernels built for one N, besides the kernel that chooses each tile's N.
-using FixedWgmmaN8 = std::integer_sequence<int, @FIXED_WGMMA_N8@>;
-
-// The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
-// by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
-__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
-__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
-// Programmatic dependent launch: in a plan's graph (a programmatic edge) the GEMM may start while
-// the prepass runs, its launch and set-up overlapping the prepass's tail; only what reads the
-// prepass's output waits for the prepass to finish. After a plain launch the wait returns at once.
-__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -377,7 +375,367 @@ __device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
 // wgmma m64nNk16, A (4 x f16x2) from registers, B from shared memory, f32 accumulators.
 template <int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d);
-@WGMMA_RS_SPECIALIZATIONS@
+#line 1 "csrc/sm90/wgmma_generated.cuh"
+// Generated by tools/gen_wgmma.py: do not edit. Included by wgmma.cuh inside nvfp4::sm90.
+
+
+using FixedWgmmaN8 = std::integer_sequence<int, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32>;
+
+template <>
+__device__ __forceinline__ void wgmma_rs<8>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<16>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<24>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %17, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, %16, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<32>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<40>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19}, {%20, %21, %22, %23}, %24, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<48>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<56>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %33, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n56k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, {%28, %29, %30, %31}, %32, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<64>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<72>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<80>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %45, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, {%40, %41, %42, %43}, %44, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<88>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %49, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n88k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43}, {%44, %45, %46, %47}, %48, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<96>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<104>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %57, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n104k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51}, {%52, %53, %54, %55}, %56, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<112>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %61, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, {%56, %57, %58, %59}, %60, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<120>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %65, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n120k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59}, {%60, %61, %62, %63}, %64, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<128>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<136>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<144>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %77, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, {%72, %73, %74, %75}, %76, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<152>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %81, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n152k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75}, {%76, %77, %78, %79}, %80, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<160>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %85, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, {%80, %81, %82, %83}, %84, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<168>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %89, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n168k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83}, {%84, %85, %86, %87}, %88, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<176>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, {%88, %89, %90, %91}, %92, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<184>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %97, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n184k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91}, {%92, %93, %94, %95}, %96, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<192>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<200>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %105, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n200k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99}, {%100, %101, %102, %103}, %104, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<208>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %109, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, {%104, %105, %106, %107}, %108, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<216>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %113, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n216k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107}, {%108, %109, %110, %111}, %112, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<224>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %117, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, {%112, %113, %114, %115}, %116, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<232>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %121, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n232k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115}, {%116, %117, %118, %119}, %120, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<240>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %125, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, {%120, %121, %122, %123}, %124, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<248>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %129, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n248k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123}, {%124, %125, %126, %127}, %128, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+}
+
+// The four k16 steps of a K block with wgmma N = 8 * n8, chosen at run time, committed as one group.
+__device__ __forceinline__ void wgmma_k_block_tree(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8,
+                                                   bool first) {
+  if (n8 < 17) {
+    if (n8 < 9) {
+      if (n8 < 5) {
+        if (n8 < 3) {
+          if (n8 < 2) {
+            wgmma_rs<8>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<8>(acc, frag[1], desc + 2, 1); wgmma_rs<8>(acc, frag[2], desc + 4, 1); wgmma_rs<8>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<16>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<16>(acc, frag[1], desc + 2, 1); wgmma_rs<16>(acc, frag[2], desc + 4, 1); wgmma_rs<16>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 4) {
+            wgmma_rs<24>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<24>(acc, frag[1], desc + 2, 1); wgmma_rs<24>(acc, frag[2], desc + 4, 1); wgmma_rs<24>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<32>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<32>(acc, frag[1], desc + 2, 1); wgmma_rs<32>(acc, frag[2], desc + 4, 1); wgmma_rs<32>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      } else {
+        if (n8 < 7) {
+          if (n8 < 6) {
+            wgmma_rs<40>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<40>(acc, frag[1], desc + 2, 1); wgmma_rs<40>(acc, frag[2], desc + 4, 1); wgmma_rs<40>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<48>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<48>(acc, frag[1], desc + 2, 1); wgmma_rs<48>(acc, frag[2], desc + 4, 1); wgmma_rs<48>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 8) {
+            wgmma_rs<56>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<56>(acc, frag[1], desc + 2, 1); wgmma_rs<56>(acc, frag[2], desc + 4, 1); wgmma_rs<56>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<64>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<64>(acc, frag[1], desc + 2, 1); wgmma_rs<64>(acc, frag[2], desc + 4, 1); wgmma_rs<64>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      }
+    } else {
+      if (n8 < 13) {
+        if (n8 < 11) {
+          if (n8 < 10) {
+            wgmma_rs<72>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<72>(acc, frag[1], desc + 2, 1); wgmma_rs<72>(acc, frag[2], desc + 4, 1); wgmma_rs<72>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<80>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<80>(acc, frag[1], desc + 2, 1); wgmma_rs<80>(acc, frag[2], desc + 4, 1); wgmma_rs<80>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 12) {
+            wgmma_rs<88>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<88>(acc, frag[1], desc + 2, 1); wgmma_rs<88>(acc, frag[2], desc + 4, 1); wgmma_rs<88>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<96>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<96>(acc, frag[1], desc + 2, 1); wgmma_rs<96>(acc, frag[2], desc + 4, 1); wgmma_rs<96>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      } else {
+        if (n8 < 15) {
+          if (n8 < 14) {
+            wgmma_rs<104>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<104>(acc, frag[1], desc + 2, 1); wgmma_rs<104>(acc, frag[2], desc + 4, 1); wgmma_rs<104>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<112>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<112>(acc, frag[1], desc + 2, 1); wgmma_rs<112>(acc, frag[2], desc + 4, 1); wgmma_rs<112>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 16) {
+            wgmma_rs<120>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<120>(acc, frag[1], desc + 2, 1); wgmma_rs<120>(acc, frag[2], desc + 4, 1); wgmma_rs<120>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<128>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<128>(acc, frag[1], desc + 2, 1); wgmma_rs<128>(acc, frag[2], desc + 4, 1); wgmma_rs<128>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      }
+    }
+  } else {
+    if (n8 < 25) {
+      if (n8 < 21) {
+        if (n8 < 19) {
+          if (n8 < 18) {
+            wgmma_rs<136>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<136>(acc, frag[1], desc + 2, 1); wgmma_rs<136>(acc, frag[2], desc + 4, 1); wgmma_rs<136>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<144>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<144>(acc, frag[1], desc + 2, 1); wgmma_rs<144>(acc, frag[2], desc + 4, 1); wgmma_rs<144>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 20) {
+            wgmma_rs<152>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<152>(acc, frag[1], desc + 2, 1); wgmma_rs<152>(acc, frag[2], desc + 4, 1); wgmma_rs<152>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<160>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<160>(acc, frag[1], desc + 2, 1); wgmma_rs<160>(acc, frag[2], desc + 4, 1); wgmma_rs<160>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      } else {
+        if (n8 < 23) {
+          if (n8 < 22) {
+            wgmma_rs<168>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<168>(acc, frag[1], desc + 2, 1); wgmma_rs<168>(acc, frag[2], desc + 4, 1); wgmma_rs<168>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<176>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<176>(acc, frag[1], desc + 2, 1); wgmma_rs<176>(acc, frag[2], desc + 4, 1); wgmma_rs<176>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 24) {
+            wgmma_rs<184>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<184>(acc, frag[1], desc + 2, 1); wgmma_rs<184>(acc, frag[2], desc + 4, 1); wgmma_rs<184>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<192>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<192>(acc, frag[1], desc + 2, 1); wgmma_rs<192>(acc, frag[2], desc + 4, 1); wgmma_rs<192>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      }
+    } else {
+      if (n8 < 29) {
+        if (n8 < 27) {
+          if (n8 < 26) {
+            wgmma_rs<200>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<200>(acc, frag[1], desc + 2, 1); wgmma_rs<200>(acc, frag[2], desc + 4, 1); wgmma_rs<200>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<208>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<208>(acc, frag[1], desc + 2, 1); wgmma_rs<208>(acc, frag[2], desc + 4, 1); wgmma_rs<208>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 28) {
+            wgmma_rs<216>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<216>(acc, frag[1], desc + 2, 1); wgmma_rs<216>(acc, frag[2], desc + 4, 1); wgmma_rs<216>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<224>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<224>(acc, frag[1], desc + 2, 1); wgmma_rs<224>(acc, frag[2], desc + 4, 1); wgmma_rs<224>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      } else {
+        if (n8 < 31) {
+          if (n8 < 30) {
+            wgmma_rs<232>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<232>(acc, frag[1], desc + 2, 1); wgmma_rs<232>(acc, frag[2], desc + 4, 1); wgmma_rs<232>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<240>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<240>(acc, frag[1], desc + 2, 1); wgmma_rs<240>(acc, frag[2], desc + 4, 1); wgmma_rs<240>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        } else {
+          if (n8 < 32) {
+            wgmma_rs<248>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<248>(acc, frag[1], desc + 2, 1); wgmma_rs<248>(acc, frag[2], desc + 4, 1); wgmma_rs<248>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          } else {
+            wgmma_rs<256>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<256>(acc, frag[1], desc + 2, 1); wgmma_rs<256>(acc, frag[2], desc + 4, 1); wgmma_rs<256>(acc, frag[3], desc + 6, 1); wgmma_commit();
+          }
+        }
+      }
+    }
+  }
+}
+#line 36 "csrc/sm90/wgmma.cuh"
 
 // The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
 // group. A kernel built for one N (kFixedN8 > 0) issues them directly. Otherwise the N is chosen by
@@ -392,11 +750,55 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
     for (int j = 0; j < 4; ++j) wgmma_rs<8 * kFixedN8>(acc, frag[j], desc + 2 * j, j == 0 && first ? 0 : 1);
     wgmma_commit();
   } else {
-@WGMMA_K_BLOCK_TREE@
+    wgmma_k_block_tree(acc, frag, desc, n8, first);
   }
 }
+}  // namespace sm90
+}  // namespace nvfp4
+#line 7 "csrc/sm90/kernel.cuh"
 
-// B rows row and row + 8 of the tile, scale block t: this thread's wgmma A fragments for 4 k16 steps.
+namespace nvfp4 {
+namespace sm90 {
+// ============================================================================ sm_90a kernel
+// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
+// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
+// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
+// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
+// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
+// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
+//
+// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
+// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
+// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
+constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
+constexpr int kConsumerThreads = 256;
+constexpr int kConsumerWarps = kConsumerThreads / 32;
+constexpr int kTileN = 128;            // B rows per tile
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
+constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kStages = 5;
+constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
+constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
+constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
+constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
+constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
+constexpr int kSmemStages = 0;
+constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
+constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+constexpr int kNumBarriers = 2 * kStages;
+constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
+constexpr int kPrepassThreads = 256;
+
+// The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
+// by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
+__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
+__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
+// Programmatic dependent launch: in a plan's graph (a programmatic edge) the GEMM may start while
+// the prepass runs, its launch and set-up overlapping the prepass's tail; only what reads the
+// prepass's output waits for the prepass to finish. After a plain launch the wait returns at once.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
   const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
   const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
@@ -639,9 +1041,13 @@ struct Arch {
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   }
 };
-#endif  // NVFP4_ARCH == 90
+}  // namespace nvfp4
+#line 8 "csrc/arch.cuh"
+#elif NVFP4_ARCH == 100
+#line 1 "csrc/sm100/kernel.cuh"
 
-#if NVFP4_ARCH == 100
+#line 1 "csrc/sm100/config.cuh"
+
 // ============================================================================ sm_100a kernel
 // The seed's B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
 // issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
@@ -649,6 +1055,10 @@ struct Arch {
 // persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
 // of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available).
+
+
+
+namespace nvfp4 {
 namespace sm100 {
 constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 256, kStages = 6;
 constexpr int kMmaK = 64;                          // K per tcgen05.mma for FP4
@@ -696,7 +1106,13 @@ __device__ __forceinline__ bool elect_one() {
   asm volatile("{\n .reg .pred P;\n elect.sync _|P, %1;\n selp.b32 %0, 1, 0, P;\n}\n" : "=r"(pred) : "r"(0xFFFFFFFFu));
   return pred != 0;
 }
+}  // namespace sm100
+}  // namespace nvfp4
+#line 3 "csrc/sm100/kernel.cuh"
+
 #if NVFP4_TCGEN05_EMULATION
+#line 1 "csrc/sm100/tcgen05_emulation.cuh"
+
 // ---------------------------------------------------------------------------- tcgen05, emulated
 // Test build for sm_90a (NVFP4_TCGEN05_EMULATION=1): the same kernel with each Blackwell-only
 // instruction replaced by a device function of the same signature that reproduces, from the PTX
@@ -706,6 +1122,11 @@ __device__ __forceinline__ bool elect_one() {
 // duplication the ISA requires, and a violation prints what it was and traps.
 // sm_100-only forms of sm_90 features use their sm_90 equivalents: .shared::cluster destinations for
 // bulk copies, no .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
+
+
+
+namespace nvfp4 {
+namespace sm100 {
 namespace emu {
 constexpr int kLanes = 128, kColumns = 512, kMaxSms = 256;
 struct TmemStandIn {
@@ -899,8 +1320,17 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
     for (int i = 0; i < 4; ++i)
       v[4 * j + i] = __uint_as_float(emu::cell(t, lane0 + uint32_t(l / 4 + 8 * (i / 2)), column0 + uint32_t(8 * j + 2 * (l % 4) + i % 2)));
 }
+}  // namespace sm100
+}  // namespace nvfp4
+#line 6 "csrc/sm100/kernel.cuh"
 #else
-// ---------------------------------------------------------------------------- tcgen05 and sm_100 copies
+#line 1 "csrc/sm100/tcgen05.cuh"
+
+// The tcgen05 instructions and sm_100 forms of the bulk copies the sm_100a kernel uses.
+
+
+namespace nvfp4 {
+namespace sm100 {
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1.L2::cache_hint"
@@ -951,7 +1381,13 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
       : "r"(taddr));
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
-#endif  // NVFP4_TCGEN05_EMULATION
+}  // namespace sm100
+}  // namespace nvfp4
+#line 8 "csrc/sm100/kernel.cuh"
+#endif
+
+namespace nvfp4 {
+namespace sm100 {
 __device__ __forceinline__ void st_global_half2_evict_first(__half* p, float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);
   asm volatile("st.global.cs.b32 [%0], %1;" ::"l"(p), "r"(*reinterpret_cast<uint32_t*>(&v)) : "memory");
@@ -1144,11 +1580,21 @@ struct Arch {
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   }
 };
-#endif  // NVFP4_ARCH == 100
+}  // namespace nvfp4
+#line 10 "csrc/arch.cuh"
+#endif
+#line 7 "csrc/nvfp4.cu"
+#line 1 "csrc/host/plan.cuh"
 
-// ============================================================================ host side
+#line 1 "csrc/host/schedule.cuh"
+
+
+#line 1 "csrc/host/status.cuh"
+
+
+
+namespace nvfp4 {
 namespace host {
-
 struct Status {
   char* buf;
   int len;
@@ -1162,7 +1608,12 @@ struct Status {
     const cudaError_t e_ = (call);                                              \
     if (e_ != cudaSuccess) return (status).fail(#call, cudaGetErrorString(e_)); \
   } while (0)
+}  // namespace host
+}  // namespace nvfp4
+#line 4 "csrc/host/schedule.cuh"
 
+namespace nvfp4 {
+namespace host {
 struct GroupShape {
   const void *a, *b, *sfa, *sfb;
   void* c;
@@ -1405,7 +1856,12 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
   if (recent.size() > kRecentProblems) recent.pop_back();
   return made;
 }
+}  // namespace host
+}  // namespace nvfp4
+#line 3 "csrc/host/plan.cuh"
 
+namespace nvfp4 {
+namespace host {
 // The driver's entry point, looked up once per process (it does not change while the driver is loaded).
 bool encode_fn(EncodeTiledFn* fn, Status& st) {
   static EncodeTiledFn cached = nullptr;
@@ -1588,6 +2044,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
 }
 }  // namespace host
 }  // namespace nvfp4
+#line 8 "csrc/nvfp4.cu"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
@@ -1727,49 +2184,12 @@ int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
 }
 }
 """
-
-
-_TILE_N8 = range(1, 33)  # wgmma N / 8 of an sm_90a tile: 8 to 256 A rows (kTileM)
-# sm_90a kernels built for one wgmma N (/ 8), besides the one choosing each tile's N: every
-# multiple of 16 rows (each adds about 0.8 s to a cold build; PERF.md section 9).
-_FIXED_WGMMA_N8 = tuple(range(2, 33, 2))
-
-
-def _wgmma_rs_specializations() -> str:
-    """wgmma_rs<N> for every N a tile can need: inline PTX needs literal operand lists."""
-    out = []
-    for n in (8 * n8 for n8 in _TILE_N8):
-        regs = n // 2
-        d = ", ".join(f"%{i}" for i in range(regs))
-        a = ", ".join(f"%{regs + i}" for i in range(4))
-        outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-        out.append(
-            f"template <>\n__device__ __forceinline__ void wgmma_rs<{n}>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {{\n"
-            f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"\n'
-            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {{{a}}}, %{regs + 4}, p, 1, 1, 0;\\n}}\\n"\n'
-            f"               : {outs}\n"
-            f'               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));\n}}'
-        )
-    return "\n".join(out)
-
-
-def _wgmma_k_block_tree(lo: int = _TILE_N8.start, hi: int = _TILE_N8.stop, indent: int = 2) -> str:
-    """A binary tree of comparisons on n8 in [lo, hi) whose leaves issue the four k16 steps of a K
-    block with wgmma N = 8 * n8 (descriptor + 32 bytes each) and commit them."""
-    pad = " " * indent
-    if hi - lo == 1:
-        steps = " ".join(f"wgmma_rs<{8 * lo}>(acc, frag[{j}], desc + {2 * j}, {'first ? 0 : 1' if j == 0 else 1});" for j in range(4))
-        return f"{pad}{steps} wgmma_commit();\n"
-    mid = (lo + hi) // 2
-    return (f"{pad}if (n8 < {mid}) {{\n{_wgmma_k_block_tree(lo, mid, indent + 2)}{pad}}} else {{\n"
-            f"{_wgmma_k_block_tree(mid, hi, indent + 2)}{pad}}}\n")
+# ----- END BUNDLE
 
 
 def cuda_source() -> str:
     """The complete CUDA translation unit (built with -DNVFP4_ARCH=90 or 100)."""
-    return (CUDA_SOURCE.replace("@WGMMA_RS_SPECIALIZATIONS@", _wgmma_rs_specializations())
-            .replace("@WGMMA_K_BLOCK_TREE@", _wgmma_k_block_tree(indent=4).rstrip("\n"))
-            .replace("@FIXED_WGMMA_N8@", ", ".join(map(str, _FIXED_WGMMA_N8))))
+    return CUDA_SOURCE
 
 
 def kernel_target(capability: tuple[int, int]) -> tuple[int, str] | None:

@@ -121,10 +121,10 @@ def test_commit_arrives_on_the_mbarrier(probes):
 
 
 # ----------------------------------------------------------------------------- the whole sm_100a kernel
-def emulated_path(num_sms: int, source: str | None = None) -> submission.KernelPath:
+def emulated_path(num_sms: int, overrides: dict | None = None) -> submission.KernelPath:
     from nvcc_build import load
 
-    path = submission.KernelPath(load(100, emulate_tcgen05=True, source=source), torch.device("cuda"))
+    path = submission.KernelPath(load(100, emulate_tcgen05=True, overrides=overrides), torch.device("cuda"))
     assert (path.arch, path.emulated) == (100, True)
     path.num_sms = num_sms
     return path
@@ -182,10 +182,9 @@ BROKEN = {
 
 @pytest.mark.parametrize("bug", list(BROKEN))
 def test_a_deliberately_broken_layout_fails(bug):
-    good, bad = BROKEN[bug]
-    source = submission.cuda_source()
-    assert source.count(good) == 1
-    path = emulated_path(8, source.replace(good, bad))
+    from nvcc_build import replacing
+
+    path = emulated_path(8, replacing(*BROKEN[bug]))
     data = generate_input((128, 64), (256, 128), (512, 256), 2, seed=3)
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):

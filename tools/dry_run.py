@@ -14,6 +14,7 @@ import sys
 
 import torch
 
+from gen_wgmma import FIXED_WGMMA_N8
 from nvcc_build import ROOT, load, submission
 
 sys.path.insert(0, str(ROOT))
@@ -59,7 +60,7 @@ def check_case(lib, data, num_sms) -> list[str]:
                                        ctypes.byref(count), tiles, firsts)
             if not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > grid.value):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
-            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in submission._FIXED_WGMMA_N8):
+            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8):
                 problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
             if firsts[grid.value] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(grid.value)):
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")

@@ -1,17 +1,20 @@
-"""Build submission.py's CUDA source into a shared library with plain nvcc (no torch, no GPU needed).
+"""Build the CUDA sources under csrc/ into a shared library with plain nvcc (no torch, no GPU needed).
 
 The library's host functions (tile schedule, scale offsets, plan inspection) can be called
-through ctypes on any machine; its kernels need their GPU. Builds are cached in build/ by a
-hash of the source and flags.
+through ctypes on any machine; its kernels need their GPU. It is built from csrc/ itself, so
+compiler messages name the source files; tools/bundle.py --check guarantees that submission.py
+carries the same text. Builds are cached in build/ by a hash of the sources and flags.
 """
 import ctypes
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
+CSRC = ROOT / "csrc"
 sys.path.insert(0, str(ROOT))
 
 import submission  # noqa: E402
@@ -20,42 +23,72 @@ from cuda_toolkits import Toolkit  # noqa: E402
 MACHINE_TOOLKIT = Toolkit("", "nvcc", None)  # the nvcc on PATH, with its own headers
 
 
-def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None,
+def sources(overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """The text of every file under csrc/ by its path there, with `overrides` replacing some."""
+    found = {p.relative_to(CSRC).as_posix(): p.read_text() for p in sorted(CSRC.rglob("*")) if p.is_file()}
+    unknown = set(overrides or ()) - set(found)
+    if unknown:
+        raise ValueError(f"no such files under csrc/: {sorted(unknown)}")
+    return {**found, **(overrides or {})}
+
+
+def replacing(old: str, new: str) -> dict[str, str]:
+    """Overrides that replace the one occurrence of `old` in csrc/ by `new` (for deliberately broken builds)."""
+    holders = {name: text for name, text in sources().items() if old in text}
+    if len(holders) != 1 or next(iter(holders.values())).count(old) != 1:
+        raise ValueError(f"{old!r} occurs {sum(t.count(old) for t in holders.values())} times in csrc/, not once")
+    name, text = next(iter(holders.items()))
+    return {name: text.replace(old, new)}
+
+
+def source_tree(overrides: dict[str, str] | None) -> tuple[Path, str]:
+    """(a csrc/ directory to compile, the digest of its text): csrc/ itself, or a copy with the overrides."""
+    texts = sources(overrides)
+    digest = hashlib.sha1("".join(f"{name}\0{text}\0" for name, text in texts.items()).encode()).hexdigest()[:12]
+    if not overrides:
+        return CSRC, digest
+    tree = BUILD / f"csrc_{digest}"
+    if not tree.exists():
+        staging = BUILD / f"csrc_{digest}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        for name, text in texts.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text)
+        staging.rename(tree)
+    return tree, digest
+
+
+def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None,
           toolkit: Toolkit | None = None, device_code: bool = True) -> tuple[Path, str]:
     """(path of the shared library, or of the object file without device_code; ptxas report) for
     NVFP4_ARCH=arch on nvcc target `target`.
 
-    emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, built for sm_90a. source: another
-    CUDA source than submission.py's (the tests build deliberately broken variants). toolkit: a
-    CUDA toolkit other than the machine's (tools/cuda_toolkits.py). device_code=False: an object
-    file with PTX only (no ptxas), enough to check the host code against the toolkit's API.
+    emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, built for sm_90a. overrides: files of
+    csrc/ replaced (the tests build deliberately broken variants; see replacing()). toolkit: a CUDA
+    toolkit other than the machine's (tools/cuda_toolkits.py). device_code=False: an object file
+    with PTX only (no ptxas), enough to check the host code against the toolkit's API.
     """
     toolkit = toolkit or MACHINE_TOOLKIT
     target = target or ("90a" if emulate_tcgen05 else submission.BUILD_TARGETS[arch])
-    source = source or submission.cuda_source()
+    tree, source_digest = source_tree(overrides)
     flags = [*toolkit.flags, *submission.nvcc_flags(arch, target, emulate_tcgen05)]
     if not device_code:
         flags = [f.replace(f"code=sm_{target}", f"code=compute_{target}") for f in flags]
-    digest = hashlib.sha1((source + " ".join(flags) + toolkit.nvcc).encode()).hexdigest()[:12]
+    digest = hashlib.sha1((source_digest + " ".join(flags) + toolkit.nvcc).encode()).hexdigest()[:12]
     BUILD.mkdir(exist_ok=True)
     flavour = f"sm{target}" + ("_tcgen05_emulated" if emulate_tcgen05 else "") + (f"_cuda{toolkit.version}" if toolkit.version else "")
     out = BUILD / (f"libnvfp4_{flavour}_{digest}.so" if device_code else f"nvfp4_{flavour}_{digest}.o")
     log_path = BUILD / f"ptxas_{flavour}_{digest}.log"
     if not out.exists() or not log_path.exists():
-        cu = BUILD / f"nvfp4_{digest}.cu"
-        cu.write_text(source)
         link = ["-shared", "-Xcompiler", "-fPIC"] if device_code else ["-c"]
-        log_path.write_text(_nvcc(toolkit.nvcc, [*link, "-Xptxas", "-v", *flags, str(cu)], out, f"sm_{target}"))
+        log_path.write_text(_nvcc(toolkit.nvcc, [*link, "-Xptxas", "-v", *flags, str(tree / "nvfp4.cu")], out, f"sm_{target}"))
     return out, log_path.read_text()
 
 
 def included_headers(arch: int, toolkit: Toolkit) -> list[str]:
-    """The headers nvcc reads for submission.py's source with this toolkit (its -M list)."""
-    BUILD.mkdir(exist_ok=True)
-    cu = BUILD / "nvfp4_headers.cu"
-    cu.write_text(submission.cuda_source())
+    """The headers nvcc reads for csrc/nvfp4.cu with this toolkit (its -M list)."""
     flags = [*toolkit.flags, *submission.nvcc_flags(arch, submission.BUILD_TARGETS[arch])]
-    proc = subprocess.run([toolkit.nvcc, "-M", *flags, str(cu)], capture_output=True, text=True)
+    proc = subprocess.run([toolkit.nvcc, "-M", *flags, str(CSRC / "nvfp4.cu")], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"nvcc -M failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
     return proc.stdout.replace("\\\n", " ").split()
@@ -69,21 +102,18 @@ def _nvcc(nvcc: str, args: list[str], out: Path, what: str) -> str:
     return proc.stdout + proc.stderr
 
 
-def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, source: str | None = None) -> ctypes.CDLL:
-    return submission.bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, source)[0])))
+def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None) -> ctypes.CDLL:
+    return submission.bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, overrides)[0])))
 
 
 def build_probes(probe_source: Path) -> ctypes.CDLL:
-    """A library of test kernels (`probe_source`) that #include submission.py's source, built as
-    the tcgen05 emulation build (NVFP4_ARCH=100 for sm_90a)."""
-    source = submission.cuda_source()
+    """A library of test kernels (`probe_source`, which includes the csrc/ headers it needs), built
+    as the tcgen05 emulation build (NVFP4_ARCH=100 for sm_90a)."""
+    _, source_digest = source_tree(None)
     flags = submission.nvcc_flags(100, "90a", emulate_tcgen05=True)
-    digest = hashlib.sha1((source + probe_source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
+    digest = hashlib.sha1((source_digest + probe_source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
     BUILD.mkdir(exist_ok=True)
     lib = BUILD / f"lib{probe_source.stem}_{digest}.so"
     if not lib.exists():
-        header = BUILD / f"nvfp4_{digest}.cuh"
-        header.write_text(source)
-        _nvcc("nvcc", ["-shared", "-Xcompiler", "-fPIC", *flags, f'-DNVFP4_SOURCE="{header.name}"', f"-I{BUILD}", str(probe_source)], lib,
-              probe_source.name)
+        _nvcc("nvcc", ["-shared", "-Xcompiler", "-fPIC", *flags, f"-I{CSRC}", str(probe_source)], lib, probe_source.name)
     return ctypes.CDLL(str(lib))

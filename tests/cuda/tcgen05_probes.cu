@@ -1,9 +1,9 @@
 // Probe kernels for the tcgen05 emulation: each runs one emulated instruction in isolation, on a
 // fresh TMEM allocation, and hands back what the instruction produced (TMEM words, registers,
 // barrier state), so tests/test_tcgen05_emulation.py can compare it with the PTX ISA's definition.
-// Built with submission.py's CUDA source included (-DNVFP4_ARCH=100 -DNVFP4_TCGEN05_EMULATION=1,
+// Built with the emulation's header from csrc/ (-DNVFP4_ARCH=100 -DNVFP4_TCGEN05_EMULATION=1,
 // sm_90a). Every probe is one CTA; its host function returns a CUDA error code (0: success).
-#include NVFP4_SOURCE
+#include "sm100/tcgen05_emulation.cuh"
 
 using namespace nvfp4;
 using namespace nvfp4::sm100;

@@ -1,0 +1,10 @@
+#pragma once
+// The kernel of the target architecture and its traits (nvfp4::Arch), which the host side uses.
+#include "prelude.cuh"
+#include "launch_params.cuh"
+#include "ptx.cuh"
+#if NVFP4_ARCH == 90
+#include "sm90/kernel.cuh"
+#elif NVFP4_ARCH == 100
+#include "sm100/kernel.cuh"
+#endif

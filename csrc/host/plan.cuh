@@ -1,0 +1,187 @@
+#pragma once
+#include "schedule.cuh"
+
+namespace nvfp4 {
+namespace host {
+// The driver's entry point, looked up once per process (it does not change while the driver is loaded).
+bool encode_fn(EncodeTiledFn* fn, Status& st) {
+  static EncodeTiledFn cached = nullptr;
+  if (!cached) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    NVFP4_CUDA_TRY(st, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !p) return st.fail("cuTensorMapEncodeTiled is not available from the driver");
+    cached = reinterpret_cast<EncodeTiledFn>(p);
+  }
+  *fn = cached;
+  return true;
+}
+
+bool encoded(CUresult r, const char* operand, int rows, int k, int box_rows, Status& st) {
+  if (r != CUDA_SUCCESS) {
+    char detail[112];
+    snprintf(detail, sizeof detail, "CUresult %d for %s: %d rows, K=%d, box %d rows", int(r), operand, rows, k, box_rows);
+    return st.fail("cuTensorMapEncodeTiled failed", detail);
+  }
+  return true;
+}
+
+struct Plan {
+  std::vector<LaunchArgs> launches;
+  std::vector<PrepassArgs> prepasses;  // sm_90a: one before each launch
+  std::vector<dim3> prepass_grids;     // x: blocks per group, y: the launch's groups
+  std::vector<int> grids;
+  std::vector<char> persistent;  // per launch: some CTA runs more than one tile
+  std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
+  cudaGraphExec_t graph = nullptr;
+};
+
+bool check_shape(const GroupShape& s, int g, Status& st) {
+  char detail[128];
+  const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
+                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
+  const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
+  if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % Arch::kKMultiple || s.n % 8 || !aligned || !fits_tile_fields) {
+    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
+             s.n, s.k, Arch::kKMultiple);
+    return st.fail("unsupported problem", detail);
+  }
+  return true;
+}
+
+// The launch arguments of every launch: schedule, group arguments, tensor maps over the real
+// buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, Plan& plan, Status& st) {
+  for (int g = 0; g < int(groups.size()); ++g)
+    if (!check_shape(groups[g], g, st)) return false;
+  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms);
+  EncodeTiledFn encode;
+  if (!encode_fn(&encode, st)) return false;
+  for (const ScheduledLaunch& sched : problem->launches) {
+    LaunchArgs& args = plan.launches.emplace_back();
+    std::memset(&args, 0, sizeof args);
+    PrepassArgs prepass;
+    std::memset(&prepass, 0, sizeof prepass);
+    int max_items = 0;
+    for (size_t i = 0; i < sched.groups.size(); ++i) {
+      const GroupShape& s = groups[size_t(sched.groups[i])];
+      GroupArgs& ga = args.groups[i];
+      ga.m_chunk_rows = s.chunk_rows;
+      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows);  // every row the wgmma read
+      if (Arch::kPrepass) {
+        if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
+        prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
+                                         s.m, s.k};
+        max_items = std::max(max_items, s.m * (s.k / Arch::kKMultiple));
+      }
+      const CUresult a_map = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[i], s.a_half, s.m, s.k, ga.a_box_rows)
+                                            : Arch::encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements);
+      if (!encoded(a_map, "A", s.m, s.k, ga.a_box_rows, st) ||
+          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN, st))
+        return false;
+      ga.sfa = static_cast<const uint8_t*>(s.sfa);
+      ga.sfb = static_cast<const uint8_t*>(s.sfb);
+      ga.c = static_cast<__half*>(s.c);
+      ga.m = s.m;
+      ga.n = s.n;
+      ga.k = s.k;
+    }
+    std::copy(sched.tiles.begin(), sched.tiles.end(), args.tiles);
+    std::copy(sched.cta_first.begin(), sched.cta_first.end(), args.cta_first_tile);
+    plan.grids.push_back(sched.ctas());
+    plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
+    plan.fixed_n8.push_back(sched.fixed_n8);
+    if (Arch::kPrepass) {
+      const int groups = int(sched.groups.size());
+      // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
+      const int per_group = std::max(1, std::min(ceil_div(8 * max_items, Arch::kPrepassThreads), ceil_div(16 * num_sms, groups)));
+      plan.prepasses.push_back(prepass);
+      plan.prepass_grids.push_back(dim3(unsigned(per_group), unsigned(groups)));
+    }
+  }
+  return true;
+}
+
+// Every GEMM kernel may use the shared memory it needs: once per device (the attribute is set for
+// the current device), not per plan, as the sm_90a kernels are many.
+bool prepare_kernels(Status& st) {
+  static std::mutex mutex;
+  static std::vector<char> prepared;  // per device
+  int device = 0;
+  NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
+  for (bool persistent : {false, true})
+    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+      if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
+        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+  prepared.resize(std::max(prepared.size(), size_t(device) + 1));
+  prepared[size_t(device)] = 1;
+  return true;
+}
+
+// A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so
+// each kernel starts once the previous one has ended. (Its graph's programmatic edges let the GEMM
+// start during the prepass.)
+bool launch_plan(Plan& plan, Status& st) {
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    if (Arch::kPrepass) {
+      void* prepass_argv[] = {&plan.prepasses[i]};
+      NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
+    }
+    void* argv[] = {&plan.launches[i]};
+    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
+                                        size_t(Arch::kSmemBytes), nullptr));
+  }
+  return true;
+}
+
+bool instantiate_plan(Plan& plan, Status& st) {
+  cudaGraph_t graph;
+  NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t prev = nullptr;
+  // One kernel node after the previous one (the nodes form a chain); a programmatic edge lets the
+  // GEMM launch before the prepass ends (it waits where it reads the prepass's output).
+  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic) {
+    void* argv[] = {args};
+    cudaKernelNodeParams p{};
+    p.func = const_cast<void*>(func);
+    p.gridDim = grid;
+    p.blockDim = block;
+    p.sharedMemBytes = smem;
+    p.kernelParams = argv;
+    cudaGraphNode_t node;
+    cudaError_t e = cudaGraphAddKernelNode(&node, graph, nullptr, 0, &p);
+    if (e == cudaSuccess && prev) {
+      cudaGraphEdgeData edge{};
+      if (programmatic) {
+        edge.from_port = cudaGraphKernelNodePortProgrammatic;
+        edge.type = cudaGraphDependencyTypeProgrammatic;
+      }
+#if CUDART_VERSION >= 13000
+      e = cudaGraphAddDependencies(graph, &prev, &node, &edge, 1);
+#else
+      e = cudaGraphAddDependencies_v2(graph, &prev, &node, &edge, 1);  // CUDA 12.3-12.9: edge data in the _v2 form
+#endif
+    }
+    prev = node;
+    return e;
+  };
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    cudaError_t e = cudaSuccess;
+    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
+    if (e == cudaSuccess)
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
+              &plan.launches[i], Arch::kPrepass);
+    if (e != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));
+    }
+  }
+  const cudaError_t e = cudaGraphInstantiate(&plan.graph, graph, 0);
+  cudaGraphDestroy(graph);
+  if (e != cudaSuccess) return st.fail("cudaGraphInstantiate", cudaGetErrorString(e));
+  return true;
+}
+}  // namespace host
+}  // namespace nvfp4

@@ -1,0 +1,250 @@
+#pragma once
+#include "../arch.cuh"
+#include "status.cuh"
+
+namespace nvfp4 {
+namespace host {
+struct GroupShape {
+  const void *a, *b, *sfa, *sfb;
+  void* c;
+  int m, n, k;
+  int chunk_rows = Arch::kTileM;  // A rows per tile
+  void* a_half = nullptr;         // the prepass's fp16 rows of A (sm_90a)
+};
+
+inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
+// Workspace bytes the prepass needs: fp16 rows of A for every group with work (0 without a prepass).
+inline int64_t workspace_bytes(const std::vector<GroupShape>& groups) {
+  int64_t bytes = 0;
+  for (const GroupShape& s : groups)
+    if (Arch::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
+  return bytes;
+}
+// Carves the workspace into each group's rows (16-byte aligned: K is a multiple of 64).
+inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
+  auto* next = static_cast<uint8_t*>(workspace);
+  for (GroupShape& s : groups)
+    if (Arch::kPrepass && has_tiles(s)) {
+      s.a_half = next;
+      next += int64_t(s.m) * s.k * 2;
+    }
+}
+
+inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
+inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
+// Rows a TMA load of A brings: the tile's rows (at most the group's, rounded to 8) on sm_90; the
+// full 128-row box on sm_100, whose 128B-swizzled tile the MMA reads whole.
+inline int a_box_rows(int m, int chunk_rows) {
+  return NVFP4_ARCH == 100 ? chunk_rows : std::min(chunk_rows, round_up(std::max(m, 1), 8));
+}
+// Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
+// (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
+// weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
+inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
+
+struct ScheduledLaunch {
+  int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
+  std::vector<int> groups;      // global index of each of the launch's groups
+  std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
+  std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
+  int ctas() const { return int(cta_first.size()) - 1; }
+};
+
+inline int count_tiles(const std::vector<GroupShape>& groups) {
+  int tiles = 0;
+  for (const GroupShape& s : groups)
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
+  return tiles;
+}
+
+// A rows per tile: kTileM, unless the problem has fewer tiles than SMs. Then, on sm_90a, each group
+// is cut into equal chunks (multiples of 8 rows) under the smallest bound at which the tiles still
+// fit on the SMs, so no SM idles for want of a tile and the widest tile, which the others wait for,
+// is as narrow as it can be. (sm_100a tiles always have 128 rows.)
+void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
+  for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
+  if (NVFP4_ARCH != 90 || count_tiles(groups) >= num_sms) return;
+  auto tiles_under = [&](int bound) {
+    for (GroupShape& s : groups) s.chunk_rows = bound;
+    return count_tiles(groups);
+  };
+  int bound = Arch::kTileM;
+  while (bound > 8 && tiles_under(bound - 8) <= num_sms) bound -= 8;
+  for (GroupShape& s : groups)
+    if (has_tiles(s)) s.chunk_rows = round_up(ceil_div(s.m, ceil_div(s.m, bound)), 8);
+}
+
+// A tile to schedule: which one, its A rows and K, and its cost.
+struct TileItem {
+  int group, m_chunk, n_block, rows, k;
+  int64_t cost;
+};
+
+// After LPT, while it lowers the busiest CTA's cost: move one of its tiles to one of the least
+// loaded CTAs, or swap it for a cheaper tile of one of them. LPT leaves the busiest CTA well above
+// the average when the tiles are few per CTA and of few sizes (case 1: 448 tiles of 8 sizes on 132
+// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: PERF.md section 9).
+// Every step brings two loads closer together below the old maximum, so it would end by itself;
+// the steps are capped to keep the first sight of a large problem short.
+void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int ctas) {
+  // With several tiles per CTA on average LPT is within a few percent already, and the steps would
+  // cost the first sight of a large problem more than they save.
+  if (int(tiles.size()) <= ctas || int(tiles.size()) > 4 * ctas) return;
+  constexpr int kPartners = 4;  // the least loaded CTAs tried per step
+  std::vector<int64_t> load(size_t(ctas), 0);
+  std::vector<int> first(size_t(ctas), -1), next(tiles.size(), -1);  // each CTA's tiles as a linked list
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    load[size_t(cta_of[t])] += tiles[t].cost;
+    next[t] = std::exchange(first[size_t(cta_of[t])], int(t));
+  }
+  std::vector<int> by_load(static_cast<size_t>(ctas));  // the CTAs, least loaded first
+  std::iota(by_load.begin(), by_load.end(), 0);
+  const auto lighter = [&](int a, int b) { return load[size_t(a)] < load[size_t(b)]; };
+  std::stable_sort(by_load.begin(), by_load.end(), lighter);
+  auto move = [&](int t, int from, int to) {
+    int* link = &first[size_t(from)];
+    while (*link != t) link = &next[size_t(*link)];
+    *link = next[size_t(t)];
+    next[size_t(t)] = std::exchange(first[size_t(to)], t);
+    load[size_t(from)] -= tiles[size_t(t)].cost;
+    load[size_t(to)] += tiles[size_t(t)].cost;
+    cta_of[size_t(t)] = to;
+  };
+  auto reorder = [&](int c) {  // c's load changed: put it back in order
+    by_load.erase(std::find(by_load.begin(), by_load.end(), c));
+    by_load.insert(std::upper_bound(by_load.begin(), by_load.end(), c, lighter), c);
+  };
+  for (int step = 0; step < ctas; ++step) {  // case 1 takes 80
+    const int busiest = by_load.back();
+    const int64_t top = load[size_t(busiest)];
+    int64_t best = top;  // the higher of the two loads a step leaves
+    int best_tile = -1, best_cta = -1, best_swap = -1;
+    for (int t = first[size_t(busiest)]; t >= 0; t = next[size_t(t)]) {
+      const int64_t x = tiles[size_t(t)].cost;
+      for (int p = 0; p < std::min(kPartners, ctas - 1); ++p) {
+        const int c = by_load[size_t(p)];
+        const int64_t moved = std::max(top - x, load[size_t(c)] + x);
+        if (moved < best) best = moved, best_tile = t, best_cta = c, best_swap = -1;
+        for (int u = first[size_t(c)]; u >= 0; u = next[size_t(u)]) {
+          const int64_t y = tiles[size_t(u)].cost;
+          const int64_t swapped = std::max(top - x + y, load[size_t(c)] - y + x);
+          if (y < x && swapped < best) best = swapped, best_tile = t, best_cta = c, best_swap = u;
+        }
+      }
+    }
+    if (best_tile < 0) break;
+    move(best_tile, busiest, best_cta);
+    if (best_swap >= 0) move(best_swap, best_cta, busiest);
+    reorder(busiest);
+    reorder(best_cta);
+  }
+}
+
+// The wgmma N (/ 8) of the kernel built for one N that is to run all of a launch's tiles, or 0 for
+// the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
+// K block on the H200: PERF.md section 9) but issues every tile with the widest tile's N (or the
+// next N built): taken when, by the tile costs, its busiest CTA is done no later.
+int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas) {
+  int widest = 0;
+  for (const TileItem& t : tiles) widest = std::max(widest, ceil_div(t.rows, 8));
+  const int n8 = Arch::fixed_n8_at_least(widest);
+  if (!n8) return 0;
+  std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    own[size_t(cta_of[t])] += tiles[t].cost;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k) * 15 / 16;
+  }
+  return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
+}
+
+// Every tile of every group, cut into launches that fit the parameter limits, each spread over
+// at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
+  std::vector<TileItem> items, chunk;
+  items.reserve(size_t(count_tiles(groups)));
+  for (int g = 0; g < int(groups.size()); ++g) {
+    const GroupShape& s = groups[g];
+    if (!has_tiles(s)) continue;
+    for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
+      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k)});
+  }
+  std::vector<ScheduledLaunch> launches;
+  std::vector<int> cta_of;                     // per tile of the launch
+  std::vector<std::pair<int64_t, int>> load;  // (cost so far, CTA): a min-heap
+  for (size_t i = 0; i < items.size();) {
+    ScheduledLaunch launch;
+    chunk.clear();
+    for (; i < items.size(); ++i) {
+      const bool new_group = launch.groups.empty() || launch.groups.back() != items[i].group;
+      if (int(chunk.size()) == kMaxTilesPerLaunch || (new_group && int(launch.groups.size()) == kMaxGroupsPerLaunch)) break;
+      if (new_group) launch.groups.push_back(items[i].group);
+      chunk.push_back(items[i]);
+      chunk.back().group = int(launch.groups.size()) - 1;
+    }
+    std::stable_sort(chunk.begin(), chunk.end(), [](const TileItem& x, const TileItem& y) { return x.cost > y.cost; });
+    const int ctas = std::min({num_sms, kMaxCtas, int(chunk.size())});
+    load.clear();
+    for (int c = 0; c < ctas; ++c) load.push_back({0, c});  // equal costs in CTA order: already a heap
+    cta_of.resize(chunk.size());
+    for (size_t t = 0; t < chunk.size(); ++t) {
+      std::pop_heap(load.begin(), load.end(), std::greater<>());
+      cta_of[t] = load.back().second;
+      load.back().first += chunk[t].cost;
+      std::push_heap(load.begin(), load.end(), std::greater<>());
+    }
+    rebalance(chunk, cta_of, ctas);
+    // The tiles grouped by CTA, each CTA's largest first.
+    launch.cta_first.assign(size_t(ctas) + 1, 0);
+    for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
+    for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
+    launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
+    launch.tiles.resize(chunk.size());
+    std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
+    for (size_t t = 0; t < chunk.size(); ++t)
+      launch.tiles[size_t(next[size_t(cta_of[t])]++)] = pack_tile(chunk[t].group, chunk[t].m_chunk, chunk[t].n_block);
+    launches.push_back(std::move(launch));
+  }
+  return launches;
+}
+
+// A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
+// group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
+// keeps several input sets of one problem alive) takes it from a small cache of recent problems
+// instead of recomputing it (12-18 us of a 32-38 us plan for 8 groups on the H200's host).
+struct Schedule {
+  std::vector<int> chunk_rows;
+  std::vector<ScheduledLaunch> launches;
+};
+
+// Sets each group's chunk_rows and returns the schedule of the groups.
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms) {
+  constexpr size_t kRecentProblems = 16;
+  static std::mutex mutex;
+  static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
+  std::vector<int> key{num_sms};
+  for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
+  std::shared_ptr<const Schedule> found;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto hit = std::find_if(recent.begin(), recent.end(), [&](const auto& entry) { return entry.first == key; });
+    if (hit != recent.end()) {
+      std::rotate(recent.begin(), hit, hit + 1);
+      found = recent.front().second;
+    }
+  }
+  if (found) {
+    for (size_t g = 0; g < groups.size(); ++g) groups[g].chunk_rows = found->chunk_rows[g];
+    return found;
+  }
+  auto made = std::make_shared<Schedule>();
+  choose_chunk_rows(groups, num_sms);
+  for (const GroupShape& s : groups) made->chunk_rows.push_back(s.chunk_rows);
+  made->launches = schedule(groups, num_sms);
+  std::lock_guard<std::mutex> lock(mutex);
+  recent.insert(recent.begin(), {std::move(key), made});
+  if (recent.size() > kRecentProblems) recent.pop_back();
+  return made;
+}
+}  // namespace host
+}  // namespace nvfp4

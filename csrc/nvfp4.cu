@@ -1,0 +1,145 @@
+// The translation unit: the kernel of one architecture (NVFP4_ARCH = 90 or 100), the host side
+// and the extern "C" API that submission.py calls through ctypes (no torch header).
+#include "prelude.cuh"
+#include "launch_params.cuh"
+#include "ptx.cuh"
+#include "arch.cuh"
+#include "host/plan.cuh"
+
+// ============================================================================ C API (ctypes)
+extern "C" {
+static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed, int num_groups) {
+  std::vector<nvfp4::host::GroupShape> groups(size_t(std::max(num_groups, 0)));
+  for (int g = 0; g < num_groups; ++g) {
+    const int64_t* p = packed + 8 * g;
+    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
+                                                reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
+                                                reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
+  }
+  return groups;
+}
+
+// packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
+// Bytes of device memory a plan for these groups needs as its workspace (0: none).
+int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
+  return nvfp4::host::workspace_bytes(unpack_groups(packed, num_groups));
+}
+// dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
+// that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
+// workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int dry_run, void* workspace, void** plan_out, char* err,
+                      int err_len) {
+  using namespace nvfp4::host;
+  Status st{err, err_len};
+  Plan* plan = new (std::nothrow) Plan();
+  if (!plan) return st.fail("out of host memory"), 1;
+  std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
+  assign_workspace(groups, workspace);
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, *plan, st)) {
+    delete plan;
+    return 1;
+  }
+  *plan_out = plan;
+  return 0;
+}
+// All launches go to the default queue, the one the leaderboard's harness times.
+int nvfp4_plan_launch(void* plan, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  return nvfp4::host::launch_plan(*static_cast<nvfp4::host::Plan*>(plan), st) ? 0 : 1;
+}
+// Builds the plan's CUDA graph; its executable handle is then what nvfp4_graph_launch takes.
+int nvfp4_plan_instantiate(void* plan, void** graph_out, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  if (!p->graph && !nvfp4::host::instantiate_plan(*p, st)) return 1;
+  *graph_out = p->graph;
+  return 0;
+}
+int nvfp4_graph_launch(void* graph) {
+  return int(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), nullptr));
+}
+const char* nvfp4_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
+void nvfp4_plan_destroy(void* plan) {
+  auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  if (p && p->graph) cudaGraphExecDestroy(p->graph);
+  delete p;
+}
+
+// ---- inspection, for tests and the dry run
+int nvfp4_arch() { return NVFP4_ARCH; }
+int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
+int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
+// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), number of tiles; tiles and
+// cta_first_tile copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* num_tiles, uint32_t* tiles,
+                           uint16_t* cta_first) {
+  const auto* p = static_cast<nvfp4::host::Plan*>(plan);
+  const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
+  *grid = p->grids[size_t(launch)];
+  *persistent = p->persistent[size_t(launch)];
+  *fixed_n8 = p->fixed_n8[size_t(launch)];
+  *num_tiles = a.cta_first_tile[*grid];
+  std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
+  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
+  return 0;
+}
+// Group arguments of launch-local group g: sfa, sfb, c, m, n, k, m_chunk_rows, a_box_rows; and its two tensor maps.
+int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_a, uint8_t* tmap_b) {
+  const nvfp4::LaunchArgs& a = static_cast<nvfp4::host::Plan*>(plan)->launches[size_t(launch)];
+  const nvfp4::GroupArgs& ga = a.groups[g];
+  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)), int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.c)), ga.m, ga.n, ga.k, ga.m_chunk_rows, ga.a_box_rows};
+  std::memcpy(out, values, sizeof values);
+  std::memcpy(tmap_a, &a.tmap_a[g], sizeof(CUtensorMap));
+  std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
+  return 0;
+}
+int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple) {
+  *tile_m = nvfp4::Arch::kTileM;
+  *tile_n = nvfp4::Arch::kTileN;
+  *k_multiple = nvfp4::Arch::kKMultiple;
+  return 0;
+}
+// The schedule alone, from sizes (no GPU): per tile 7 ints: group, m_chunk, n_block, launch, cta, the
+// tile's A rows, and its launch's fixed wgmma N / 8 (0: chosen per tile). Returns the tile count.
+int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int capacity) {
+  using namespace nvfp4::host;
+  std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
+  for (int g = 0; g < num_groups; ++g)
+    groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
+  int count = 0, launch = 0;
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms)->launches) {
+    for (int c = 0; c < sched.ctas(); ++c)
+      for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
+        const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
+        if (count < capacity) {
+          const GroupShape& s = groups[size_t(sched.groups[size_t(t.group)])];
+          int* o = out + 7 * count;
+          o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
+          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8;
+        }
+        ++count;
+      }
+    ++launch;
+  }
+  return count;
+}
+// sm_100a TMEM columns of the persistent (1) or single-tile (0) kernel: buffers, SFA column, SFB
+// column, columns used, columns allocated. Returns 1 on other architectures.
+int nvfp4_tmem_plan(int persistent, int* out) {
+#if NVFP4_ARCH == 100
+  using P = nvfp4::sm100::TmemPlan<true>;
+  using S = nvfp4::sm100::TmemPlan<false>;
+  const int values[2][5] = {{S::kBuffers, S::kSfa, S::kSfb, S::kUsed, S::kAllocated}, {P::kBuffers, P::kSfa, P::kSfb, P::kUsed, P::kAllocated}};
+  std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+  return 0;
+#else
+  (void)persistent;
+  (void)out;
+  return 1;
+#endif
+}
+int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
+  return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
+}
+}

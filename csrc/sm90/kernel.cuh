@@ -1,0 +1,292 @@
+#pragma once
+#include "../prelude.cuh"
+#include "../launch_params.cuh"
+#include "../ptx.cuh"
+#include "decode.cuh"
+#include "wgmma.cuh"
+
+namespace nvfp4 {
+namespace sm90 {
+// ============================================================================ sm_90a kernel
+// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
+// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
+// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
+// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
+// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
+// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
+//
+// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
+// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
+// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
+constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
+constexpr int kConsumerThreads = 256;
+constexpr int kConsumerWarps = kConsumerThreads / 32;
+constexpr int kTileN = 128;            // B rows per tile
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
+constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kStages = 5;
+constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
+constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
+constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
+constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
+constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
+constexpr int kSmemStages = 0;
+constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
+constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+constexpr int kNumBarriers = 2 * kStages;
+constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
+constexpr int kPrepassThreads = 256;
+
+// The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
+// by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
+__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
+__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
+// Programmatic dependent launch: in a plan's graph (a programmatic edge) the GEMM may start while
+// the prepass runs, its launch and set-up overlapping the prepass's tail; only what reads the
+// prepass's output waits for the prepass to finish. After a plain launch the wait returns at once.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
+  const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
+  const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
+  const __half2 sa = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row, t)]);
+  const __half2 sb = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row + 8, t)]);
+  frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
+  frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
+  frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
+  frag[0][3] = hmul2_bits(fp4x2_to_half2(wb.x, 1), sb);
+  frag[1][0] = hmul2_bits(fp4x2_to_half2(wa.x, 2), sa);
+  frag[1][1] = hmul2_bits(fp4x2_to_half2(wb.x, 2), sb);
+  frag[1][2] = hmul2_bits(fp4x2_to_half2(wa.x, 3), sa);
+  frag[1][3] = hmul2_bits(fp4x2_to_half2(wb.x, 3), sb);
+  frag[2][0] = hmul2_bits(fp4x2_to_half2(wa.y, 0), sa);
+  frag[2][1] = hmul2_bits(fp4x2_to_half2(wb.y, 0), sb);
+  frag[2][2] = hmul2_bits(fp4x2_to_half2(wa.y, 1), sa);
+  frag[2][3] = hmul2_bits(fp4x2_to_half2(wb.y, 1), sb);
+  frag[3][0] = hmul2_bits(fp4x2_to_half2(wa.y, 2), sa);
+  frag[3][1] = hmul2_bits(fp4x2_to_half2(wb.y, 2), sb);
+  frag[3][2] = hmul2_bits(fp4x2_to_half2(wa.y, 3), sa);
+  frag[3][3] = hmul2_bits(fp4x2_to_half2(wb.y, 3), sb);
+}
+
+// The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
+// nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
+// order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
+// consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  allow_dependent_launch();
+  const PrepassGroup& g = args.groups[blockIdx.y];
+  const int k_blocks = g.k / kBlockK;
+  const int64_t chunks = int64_t(g.m) * k_blocks * 8;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
+    const int item = int(c / 8), j = int(c % 8), q = j % 4, h = j / 4;
+    const int r = item / k_blocks, kb = item % k_blocks;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
+    const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
+    uint32_t out[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
+    reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
+  }
+}
+
+// Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
+struct Barriers {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+};
+
+template <int kFixedN8>
+struct Consumer {
+  uint8_t* smem;
+  Barriers bars;
+  int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
+  int t;                    // lane % 4: the scale block of this thread's B fragments
+  bool warp_leader;         // lane 0: arrives for its warp
+  uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
+  int unreleased = -1;      // stage whose wgmma may still be running
+
+  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows.
+  template <int kBuf>
+  __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
+    const int s = iter % kStages;
+    const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
+    mbar_wait(bars.full(s), (iter / kStages) & 1);
+    load_b_fragments(frag[kBuf], stage, b_row, t);
+    wgmma_fence();
+    wgmma_k_block<kFixedN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
+    wgmma_wait<1>();              // the previous K block's wgmma are done ...
+    release_unreleased();         // ... so its stage ...
+    keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
+    keep_in_registers(frag[kBuf ^ 1][1]);
+    keep_in_registers(frag[kBuf ^ 1][2]);
+    keep_in_registers(frag[kBuf ^ 1][3]);
+    unreleased = s;
+    ++iter;
+  }
+  // After this warp's wgmma_wait, which is warp-synchronous: one arrival speaks for the warp.
+  __device__ __forceinline__ void release_unreleased() {
+    if (unreleased >= 0 && warp_leader) mbar_arrive(bars.empty(unreleased));
+    unreleased = -1;
+  }
+};
+
+// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 C through a
+// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes.
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, int m0, int m_rows, int n_base, int n8,
+                                           uint8_t* staging, int lane) {
+  const uint32_t staging_u32 = smem_u32(staging);
+  const int matrix = lane / 8, matrix_row = lane % 8;
+#pragma unroll
+  for (int win = 0; win < 4; ++win) {  // 64 rows of C per window
+    if (win * 8 >= n8) break;
+#pragma unroll
+    for (int pair = 0; pair < 4; ++pair) {
+      const int c = win * 8 + pair * 2;  // accumulator chunks c and c + 1: 8 C rows each
+      const int row = (pair * 2 + matrix / 2) * 8 + matrix_row;
+      const int side = (matrix & 1) ^ ((row >> 2) & 1);  // which 16 bytes; swizzled against bank conflicts
+      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, half2_bits(acc[4 * c] * kUnscale, acc[4 * c + 1] * kUnscale),
+                        half2_bits(acc[4 * c + 2] * kUnscale, acc[4 * c + 3] * kUnscale),
+                        half2_bits(acc[4 * c + 4] * kUnscale, acc[4 * c + 5] * kUnscale),
+                        half2_bits(acc[4 * c + 6] * kUnscale, acc[4 * c + 7] * kUnscale));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int seg = lane + 32 * i, row = seg >> 1, side = seg & 1;
+      const uint4 v = *reinterpret_cast<const uint4*>(staging + row * 32 + ((side ^ ((row >> 2) & 1)) << 4));
+      const int m = win * 64 + row, n = n_base + side * 8;
+      if (m < m_rows && n < g.n) st_global_v4_evict_first(g.c + int64_t(m0 + m) * g.n + n, v);
+    }
+    __syncwarp();
+  }
+}
+
+__device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  const uint64_t keep = l2_evict_last(), once = l2_evict_first();
+  wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
+  uint32_t iter = 0;
+  for (int i = first; i < last; ++i) {
+    const Tile tile = unpack_tile(args.tiles[i]);
+    const GroupArgs& g = args.groups[tile.group];
+    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+    const int k_blocks = g.k / kBlockK;
+    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
+    for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
+      const int s = iter % kStages;
+      mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
+      const uint32_t full = bars.full(s);
+      const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
+      mbar_arrive_expect_tx(full, bytes);
+      tma_load_2d(stage + kStageB, &args.tmap_b[tile.group], kb * kBlockK / 2, n0, full, once);
+      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK, m0, full, keep);
+      bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
+    }
+  }
+  // The consumers' release of every stage they used. A consumer stuck on a stage that never lands
+  // releases nothing more, so this wait, or one above, traps for it.
+  for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
+}
+
+template <int kFixedN8>
+__device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+  const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
+  Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  uint32_t frag[2][4][4];
+  for (int i = first; i < last; ++i) {
+    const Tile tile = unpack_tile(args.tiles[i]);
+    const GroupArgs& g = args.groups[tile.group];
+    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+    const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
+    const int k_blocks = g.k / kBlockK;
+    int kb = 0;
+    for (; kb + 1 < k_blocks; kb += 2) {
+      consumer.template k_block<0>(acc, frag, n8, kb == 0);
+      consumer.template k_block<1>(acc, frag, n8, false);
+    }
+    if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
+    wgmma_wait<0>();
+    keep_in_registers(acc);
+    consumer.release_unreleased();
+    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8, smem + kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+  }
+}
+
+// kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
+// many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
+template <int kFixedN8>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  const Barriers bars{smem_u32(smem + kSmemBarriers)};
+  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bars.full(s), 1);
+      mbar_init(bars.empty(s), kConsumerWarps);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    setmaxnreg_producer();
+    if (threadIdx.x == 0) produce(args, smem, bars, first, last);
+  } else {
+    setmaxnreg_consumer();
+    consume<kFixedN8>(args, smem, bars, first, last);
+  }
+}
+
+// The smallest N (/ 8) of a kernel built for one N that is at least n8; 0 when there is none.
+template <int... kN8>
+constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
+  int found = 0;
+  ((kN8 >= n8 && (found == 0 || kN8 < found) ? (found = kN8) : 0), ...);
+  return found;
+}
+// The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
+template <int... kN8>
+const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
+  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0>);
+  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8>)) : nullptr), ...);
+  return kernel;
+}
+}  // namespace sm90
+
+struct Arch {
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
+  static constexpr int kKMultiple = sm90::kBlockK;
+  static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
+  static const void* kernel(bool /*persistent*/, int fixed_n8) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
+  static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
+  static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
+  static constexpr int kPrepassThreads = sm90::kPrepassThreads;
+  // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
+  static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
+                                 bool /*byte_elements*/) {
+    const cuuint64_t dims[2] = {cuuint64_t(k / 2), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(k / 2)};
+    const cuuint32_t box[2] = {cuuint32_t(sm90::kBlockK / 2), cuuint32_t(box_rows)};
+    const cuuint32_t element_strides[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
+  // A after the prepass: fp16 rows [rows][K] in the workspace; a box is box_rows x 64 K (128 bytes),
+  // 128-byte swizzled: the K-major layout wgmma's shared-memory descriptor describes.
+  static CUresult encode_dequantized_a(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows) {
+    const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(k) * 2};
+    const cuuint32_t box[2] = {cuuint32_t(sm90::kBlockK), cuuint32_t(box_rows)};
+    const cuuint32_t element_strides[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
+};
+}  // namespace nvfp4
