@@ -21,8 +21,8 @@ import os
 import sys
 from pathlib import Path
 
-from floors import ceilings_for, floor_us, geomean
-from spec import SpecError, read_cases
+from harness.floors import ceilings_for, floor_us, geomean
+from harness.spec import SpecError, read_cases
 from utils import set_seed
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +63,7 @@ def finish(out: Protocol, passed: bool) -> int:
 
 def _call(worker, name, *args, timeout, **kwargs):
     """(True, result) or (False, failure message)."""
-    from worker import WorkerFailure
+    from harness.worker import WorkerFailure
 
     try:
         return True, worker.call(name, *args, timeout=timeout, **kwargs)
@@ -304,7 +304,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from worker import Worker
+    from harness.worker import Worker
 
     try:
         out = Protocol(fd)

@@ -21,8 +21,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from reference import generate_input  # noqa: E402
-from runners import clone_data  # noqa: E402
-from spec import read_cases  # noqa: E402
+from harness.runners import clone_data  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
 
 SETS = 20
 

@@ -18,10 +18,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import submission  # noqa: E402
-from floors import case_bytes, case_flop, geomean  # noqa: E402
+from harness.floors import case_bytes, case_flop, geomean  # noqa: E402
 from reference import dequantize, generate_input  # noqa: E402
-from runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, leaderboard_flush, time_calls  # noqa: E402
-from spec import read_cases  # noqa: E402
+from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, leaderboard_flush, time_calls  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import torch
 
 from conftest import ROOT, requires_cuda
 from reference import generate_full_range_input
-from spec import read_cases
+from harness.spec import read_cases
 
 sys.path.insert(0, str(ROOT / "tools"))
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

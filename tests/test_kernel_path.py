@@ -4,8 +4,8 @@ import torch
 
 import submission
 from reference import generate_full_range_input, generate_input
-from runners import clone_data
-from spec import read_cases
+from harness.runners import clone_data
+from harness.spec import read_cases
 from conftest import ROOT
 from numpy_reference import assert_matches_exact
 from plan_launches import launches

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import runners
+from harness import runners
 
 TINY = {"m": (64, 8), "n": (128, 128), "k": (256, 256), "g": 2, "seed": 5}
 

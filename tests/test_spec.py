@@ -3,8 +3,8 @@ import statistics
 
 import pytest
 
-from runners import calculate_stats, should_stop
-from spec import SpecError, combine_seed, format_case, parse_line, read_cases
+from harness.runners import calculate_stats, should_stop
+from harness.spec import SpecError, combine_seed, format_case, parse_line, read_cases
 
 
 def write(tmp_path, text):

@@ -5,7 +5,7 @@ import torch
 import submission
 from numpy_reference import assert_matches_exact, group_product
 from reference import generate_full_range_input, generate_input
-from runners import clone_data
+from harness.runners import clone_data
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 

@@ -18,8 +18,8 @@ from conftest import ROOT
 from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
 from plan_launches import launches
 from reference import generate_full_range_input, generate_input
-from runners import clone_data
-from spec import read_cases
+from harness.runners import clone_data
+from harness.spec import read_cases
 
 sys.path.insert(0, str(ROOT / "tools"))
 ON_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)

@@ -19,7 +19,7 @@ from nvcc_build import ROOT, load, submission
 
 sys.path.insert(0, str(ROOT))
 from reference import generate_input  # noqa: E402
-from spec import read_cases  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
 
 
 def cases() -> list[tuple[str, dict]]:

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reference import check_implementation, generate_full_range_input, generate_input  # noqa: E402
-from runners import clone_data, device_name, load_kernel, synchronize  # noqa: E402
-from spec import read_cases  # noqa: E402
+from harness.runners import clone_data, device_name, load_kernel, synchronize  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
 
 CALLS_PER_INPUT = 3
 

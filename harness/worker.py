@@ -29,7 +29,7 @@ def _describe_exit(code: int | None) -> str:
 
 def _serve(conn, eval_dir: str) -> None:
     sys.path.insert(0, eval_dir)
-    import runners
+    from harness import runners
 
     while True:
         try:
