@@ -20,7 +20,7 @@ import time
 import warnings
 import weakref
 from functools import lru_cache, reduce
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, or_
 
 import torch
@@ -256,8 +256,8 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   return done != 0;
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
-// check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200 (PERF.md
-// section 10). Their producer stands guard for them (produce()).
+// check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200
+// (docs/PERF.md). Their producer stands guard for them (produce()).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
@@ -765,7 +765,7 @@ namespace sm90 {
 // of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
 // multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
 // A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
-// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
+// reads as its B operand. (Dequantizing A inside the GEMM would repeat that work for every N block.)
 //
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
@@ -1049,12 +1049,14 @@ struct Arch {
 #line 1 "csrc/sm100/config.cuh"
 
 // ============================================================================ sm_100a kernel
-// The seed's B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
+// The B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
 // issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
 // scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld. The
 // persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
 // of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
-// Compiled and host-checked here; it has never run on hardware (no B200 is available).
+// Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
+// from the public design it grew from where that one was wrong: TMEM allocated for every column
+// used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
 
 
 
@@ -1073,14 +1075,13 @@ constexpr int kNumBarriers = 2 * kStages + 4;      // tma[s], mma[s], mainloop[2
 constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
 constexpr int kSmemBytes = kSmemTmemSlot + 16 + 1024;  // + slack to align the base to 1024 (128B swizzle)
 
-// L2 cache-policy operands of the seed (evict-first / evict-last createpolicy encodings).
+// L2 cache-policy operands (the createpolicy encodings of evict-first and evict-last).
 constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
 constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 
 // TMEM columns: accumulator buffers (kBlockN fp32 columns each), then the scales of one K block,
-// 4 columns per 64-K atom, A's then B's. The seed allocated 2 * kBlockN (resp. kBlockN) columns
-// while using up to 288 (160): the allocation here covers every column used, rounded up to the
-// power of two tcgen05.alloc requires.
+// 4 columns per 64-K atom, A's then B's. The allocation covers every column used (288 persistent,
+// 160 single-tile), rounded up to the power of two tcgen05.alloc requires.
 template <bool kPersistent>
 struct TmemPlan {
   static constexpr int kBuffers = kPersistent ? 2 : 1;
@@ -1499,7 +1500,7 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
           st_global_half2_evict_first(tc.g->c + int64_t(row + 8) * n + col + j * 8, v[4 * j + 2], v[4 * j + 3]);
       }
     }
-    // Order this warp's TMEM reads before the MMA warp reuses the buffer (the seed had no fence).
+    // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) mbar_arrive(bars.epilogue(buffer));
     buffer = (buffer + 1) % TmemPlan<kPersistent>::kBuffers;
@@ -1508,8 +1509,8 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
 }
 
 // One kernel, two instantiations: persistent (TMEM double buffer, for more tiles than SMs) and
-// single-tile (one buffer). The seed's single-tile kernel let the epilogue read TMEM after a plain
-// __syncthreads, without waiting for the MMAs' completion; both use the mainloop barrier here.
+// single-tile (one buffer). Both wait on the mainloop barrier, which tcgen05.commit arrives on once
+// the MMAs are complete, before the epilogue reads TMEM: a plain __syncthreads would not order them.
 template <bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
   using Tmem = TmemPlan<kPersistent>;
@@ -1535,7 +1536,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_before_sync();
   __syncthreads();
   tcgen05_fence_after_sync();
-  // The seed assumed the allocation starts at column 0; read the address tcgen05.alloc wrote.
+  // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + kSmemTmemSlot);
   if (warp == kTmaWarp) {
     if (elect_one()) tma_warp(args, smem, bars, first, last);
@@ -1547,7 +1548,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_before_sync();
   __syncthreads();
   tcgen05_fence_after_sync();
-  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp (the seed used one lane)
+  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
 }  // namespace sm100
 
@@ -1562,7 +1563,7 @@ struct Arch {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
   }
   static int fixed_n8_at_least(int /*n8*/) { return 0; }  // one tile shape: no such kernels
-  // The seed's map: packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
+  // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
   // pre-sm_100 GPUs accept: the dry run and the emulation build use it.
@@ -1693,7 +1694,7 @@ struct TileItem {
 // After LPT, while it lowers the busiest CTA's cost: move one of its tiles to one of the least
 // loaded CTAs, or swap it for a cheaper tile of one of them. LPT leaves the busiest CTA well above
 // the average when the tiles are few per CTA and of few sizes (case 1: 448 tiles of 8 sizes on 132
-// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: PERF.md section 9).
+// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: docs/PERF.md).
 // Every step brings two loads closer together below the old maximum, so it would end by itself;
 // the steps are capped to keep the first sight of a large problem short.
 void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int ctas) {
@@ -1752,7 +1753,7 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 
 // The wgmma N (/ 8) of the kernel built for one N that is to run all of a launch's tiles, or 0 for
 // the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
-// K block on the H200: PERF.md section 9) but issues every tile with the widest tile's N (or the
+// K block on the H200: docs/PERF.md) but issues every tile with the widest tile's N (or the
 // next N built): taken when, by the tile costs, its busiest CTA is done no later.
 int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas) {
   int widest = 0;
@@ -1895,8 +1896,12 @@ struct Plan {
   cudaGraphExec_t graph = nullptr;
 };
 
+// What submission.py's kernel_unsupported() and kernel_takes() already guarantee, asserted here for
+// any other caller of the C API. A group with no output (M = 0 or N = 0) is never read or written,
+// so it has no layout to check.
 bool check_shape(const GroupShape& s, int g, Status& st) {
   char detail[128];
+  if (s.m >= 0 && s.n >= 0 && s.k > 0 && !has_tiles(s)) return true;
   const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
                         reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
   const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
@@ -2458,6 +2463,8 @@ def kernel_unsupported(data: input_t, k_multiple: int) -> str | None:
     if abc[0][0].device.index != torch.cuda.current_device():
         return f"tensors are on {abc[0][0].device}, the current device is cuda:{torch.cuda.current_device()}"
     for g, ((a, b, c), (sfa, sfb), (m, n, k, _)) in enumerate(zip(abc, sf_reordered, sizes)):
+        if not (m and n):
+            continue  # no output: the kernel reads and writes nothing of this group
         if n % 8:
             return f"group {g}: N={n} is not a multiple of 8"
         if k % k_multiple:
@@ -2484,20 +2491,22 @@ def _flat_tensors(abc, sf_reordered) -> list:
 @lru_cache(maxsize=256)
 def _expected_layout(sizes: tuple, k_multiple: int) -> tuple[list, list] | None:
     """For problem sizes that validate() and kernel_unsupported() accept whatever the tensors: the
-    shapes of _flat_tensors' tensors and the scale tensors' first five strides. None for any other
-    sizes (the caller then runs the full checks, which say what is wrong)."""
-    shapes, scale_shapes, scale_strides = [], [], []
+    shapes of _flat_tensors' tensors, the first five strides of the scale tensors of groups with
+    output, and per group whether it has output (M and N > 0). None for any other sizes (the caller
+    then runs the full checks, which say what is wrong)."""
+    shapes, scale_shapes, scale_strides, used = [], [], [], []
     for size in sizes:
         if type(size) is not tuple or len(size) != 4 or any(type(v) is not int for v in size):
             return None
         m, n, k, l = size
-        if l != 1 or k <= 0 or k % 64 or k % k_multiple or n % 8:
+        if l != 1 or k <= 0 or k % 64 or (m and n and (k % k_multiple or n % 8)):
             return None
         group = _group_shapes(m, n, k)
         shapes += group[:3]
         scale_shapes += group[3:]
-        scale_strides += [_packed_scale_strides(k)] * 2
-    return shapes + scale_shapes, scale_strides
+        scale_strides += [_packed_scale_strides(k)] * 2 if m and n else []
+        used.append(bool(m and n))
+    return shapes + scale_shapes, scale_strides, used
 
 
 _FP4_DTYPES, _F16_DTYPES, _E4M3_DTYPES = frozenset(_FP4), frozenset(_F16), frozenset(_E4M3)
@@ -2516,16 +2525,23 @@ def kernel_takes(abc, sf_reordered, sizes: tuple, tensors: list, pointers, k_mul
     if (layout is None or not g or len(abc) != g or len(sf_reordered) != g or set(map(len, abc)) != {3}
             or set(map(len, sf_reordered)) != {2}):
         return False
-    shapes, scale_strides = layout
+    shapes, scale_strides, used = layout
     abc_flat, scales = tensors[:3 * g], tensors[3 * g:]
+    if not all(used):  # groups with no output have no layout to check
+        abc_flat = [*compress(abc_flat, chain.from_iterable(zip(used, used, used)))]
+        pointers = [*compress(pointers[:3 * g], chain.from_iterable(zip(used, used, used))),
+                    *compress(pointers[3 * g:], chain.from_iterable(zip(used, used)))]
+        scales_used = [*compress(scales, chain.from_iterable(zip(used, used)))]
+    else:
+        scales_used = scales
     return (list(map(_shape_of, tensors)) == shapes
-            and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4_DTYPES
-            and set(map(_dtype_of, abc_flat[2::3])) <= _F16_DTYPES
+            and set(map(_dtype_of, tensors[:3 * g][0::3] + tensors[:3 * g][1::3])) <= _FP4_DTYPES
+            and set(map(_dtype_of, tensors[:3 * g][2::3])) <= _F16_DTYPES
             and set(map(_dtype_of, scales)) <= _E4M3_DTYPES
             and set(map(torch.Tensor.get_device, tensors)) == {device_index}
-            and not reduce(or_, pointers) & 15  # every pointer 16-byte aligned
+            and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
             and all(map(torch.Tensor.is_contiguous, abc_flat))
-            and [s[:5] for s in map(torch.Tensor.stride, scales)] == scale_strides)
+            and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
 
 
 # ----------------------------------------------------------------------------- first-use self-check

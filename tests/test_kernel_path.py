@@ -65,6 +65,19 @@ def test_more_groups_than_one_launch_holds(path):
     check(path, data, calls=2)
 
 
+def test_an_empty_group_in_any_layout_keeps_the_kernel_path(path):
+    """An expert with no tokens: its scale tensor's strides are not the packed ones, and nothing falls back."""
+    import warnings
+
+    data = generate_full_range_input((0, 64, 200), (128, 256, 128), (256, 256, 512), 3, seed=31)
+    sfa, sfb = data[2][0]
+    data[2][0] = (sfa.clone(memory_format=torch.contiguous_format), sfb)
+    assert data[2][0][0].stride() != data[2][1][0].stride()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the portable fallback warns
+        check(path, data, calls=3)
+
+
 def test_benchmark_shapes(path):
     spec = read_cases(str(ROOT / "task.yml"), "benchmarks", None)[1].args
     data = generate_full_range_input(**{**spec, "seed": 5})

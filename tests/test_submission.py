@@ -85,7 +85,7 @@ def test_mismatched_group_counts_are_rejected():
 def layout_variants(data):
     """(name, input, whether the bulk check must accept it, None for either): the input, layouts the
     full checks also accept, and inputs each of which the full checks refuse for one reason. Group 0
-    must have more than 128 rows, group 1 a single row block."""
+    must have more than 128 rows, group 1 a single row block, group 2 no rows."""
     def changed(edit):
         d = clone_data(data)
         edit(*d)
@@ -100,8 +100,9 @@ def layout_variants(data):
     def odd_unit_stride(t):  # the row-block dimension (size 1 here) with a stride no layout would give it
         return t.as_strided(t.shape, t.stride()[:2] + (7,) + t.stride()[3:])
 
-    def misaligned(t):  # the same shape and strides, one byte further into a larger buffer
-        raw = torch.zeros(t.numel() * t.element_size() + 16, dtype=torch.uint8)[1:1 + t.numel() * t.element_size()]
+    def misaligned(t):  # the same shape and strides, one element further into a larger buffer
+        e = t.element_size()
+        raw = torch.zeros(t.numel() * e + 16, dtype=torch.uint8)[e:e + t.numel() * e]
         return raw.view(t.dtype).view(t.shape)
 
     def transposed(t):  # a (rows, cols, 1) view of a (cols, rows, 1) tensor: not contiguous
@@ -109,7 +110,11 @@ def layout_variants(data):
 
     variants = [("as generated", data, True),
                 ("A and B as uint8", changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, lambda t: t.view(torch.uint8)) for i in (0, 1)]), True),
-                ("sfa's size-1 dimension with another stride", changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, odd_unit_stride, 1)), None)]
+                ("sfa's size-1 dimension with another stride", changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, odd_unit_stride, 1)), None),
+                ("the empty group's sfa in another layout",
+                 changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format), 2)), True),
+                ("the empty group's a and c misaligned", changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, misaligned, 2) for i in (0, 2)]),
+                 True)]
     refused = {
         "c in float32": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 2, lambda t: t.float()),
         "a shorter": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 0, lambda t: t[:-1]),

@@ -1,11 +1,13 @@
 #pragma once
 // ============================================================================ sm_100a kernel
-// The seed's B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
+// The B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
 // issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
 // scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld. The
 // persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
 // of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
-// Compiled and host-checked here; it has never run on hardware (no B200 is available).
+// Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
+// from the public design it grew from where that one was wrong: TMEM allocated for every column
+// used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
 #include "../prelude.cuh"
 #include "../launch_params.cuh"
 
@@ -24,14 +26,13 @@ constexpr int kNumBarriers = 2 * kStages + 4;      // tma[s], mma[s], mainloop[2
 constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
 constexpr int kSmemBytes = kSmemTmemSlot + 16 + 1024;  // + slack to align the base to 1024 (128B swizzle)
 
-// L2 cache-policy operands of the seed (evict-first / evict-last createpolicy encodings).
+// L2 cache-policy operands (the createpolicy encodings of evict-first and evict-last).
 constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
 constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 
 // TMEM columns: accumulator buffers (kBlockN fp32 columns each), then the scales of one K block,
-// 4 columns per 64-K atom, A's then B's. The seed allocated 2 * kBlockN (resp. kBlockN) columns
-// while using up to 288 (160): the allocation here covers every column used, rounded up to the
-// power of two tcgen05.alloc requires.
+// 4 columns per 64-K atom, A's then B's. The allocation covers every column used (288 persistent,
+// 160 single-tile), rounded up to the power of two tcgen05.alloc requires.
 template <bool kPersistent>
 struct TmemPlan {
   static constexpr int kBuffers = kPersistent ? 2 : 1;

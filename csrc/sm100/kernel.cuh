@@ -120,7 +120,7 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
           st_global_half2_evict_first(tc.g->c + int64_t(row + 8) * n + col + j * 8, v[4 * j + 2], v[4 * j + 3]);
       }
     }
-    // Order this warp's TMEM reads before the MMA warp reuses the buffer (the seed had no fence).
+    // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) mbar_arrive(bars.epilogue(buffer));
     buffer = (buffer + 1) % TmemPlan<kPersistent>::kBuffers;
@@ -129,8 +129,8 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
 }
 
 // One kernel, two instantiations: persistent (TMEM double buffer, for more tiles than SMs) and
-// single-tile (one buffer). The seed's single-tile kernel let the epilogue read TMEM after a plain
-// __syncthreads, without waiting for the MMAs' completion; both use the mainloop barrier here.
+// single-tile (one buffer). Both wait on the mainloop barrier, which tcgen05.commit arrives on once
+// the MMAs are complete, before the epilogue reads TMEM: a plain __syncthreads would not order them.
 template <bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
   using Tmem = TmemPlan<kPersistent>;
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_before_sync();
   __syncthreads();
   tcgen05_fence_after_sync();
-  // The seed assumed the allocation starts at column 0; read the address tcgen05.alloc wrote.
+  // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + kSmemTmemSlot);
   if (warp == kTmaWarp) {
     if (elect_one()) tma_warp(args, smem, bars, first, last);
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_before_sync();
   __syncthreads();
   tcgen05_fence_after_sync();
-  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp (the seed used one lane)
+  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
 }  // namespace sm100
 
@@ -183,7 +183,7 @@ struct Arch {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
   }
   static int fixed_n8_at_least(int /*n8*/) { return 0; }  // one tile shape: no such kernels
-  // The seed's map: packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
+  // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
   // pre-sm_100 GPUs accept: the dry run and the emulation build use it.

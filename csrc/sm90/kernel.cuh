@@ -13,7 +13,7 @@ namespace sm90 {
 // of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
 // multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
 // A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
-// reads as its B operand. (Dequantizing A inside the GEMM repeated that work for every N block.)
+// reads as its B operand. (Dequantizing A inside the GEMM would repeat that work for every N block.)
 //
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
