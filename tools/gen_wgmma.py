@@ -1,10 +1,10 @@
 """Write csrc/sm90/wgmma_generated.cuh: the wgmma instructions of every wgmma N a tile can need.
 
-    python tools/gen_wgmma.py [--check]
+    python tools/gen_wgmma.py          (make bundle runs it; tools/bundle.py --check checks it)
 
 Inline PTX needs literal operand lists, so each N gets its own specialization of wgmma_rs; the
 K-block issue for an N chosen at run time is a binary tree of comparisons over them. Also the
-wgmma N (/ 8) of the kernels built for one N. --check fails when the committed file differs.
+wgmma N (/ 8) of the kernels built for one N.
 """
 import argparse
 import sys
@@ -59,15 +59,8 @@ def generated() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true")
-    text = generated()
-    if parser.parse_args().check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is not what tools/gen_wgmma.py generates: run it", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    OUT.write_text(generated())
     print(f"wrote {OUT}")
     return 0
 
