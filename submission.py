@@ -1018,6 +1018,14 @@ struct Arch {
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
+  static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
+  // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
+  static int a_box_rows(int m, int chunk_rows) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
+  // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
+  // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
+  // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
+  static int64_t tile_cost(int m_rows, int k) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  static bool tmem_plan(bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool /*byte_elements*/) {
@@ -1558,6 +1566,22 @@ struct Arch {
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
+  static constexpr bool kNarrowTiles = false;  // every tile has 128 rows
+  // A TMA load of A brings the full 128-row box, whose 128B-swizzled tile the MMA reads whole.
+  static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
+  // Relative cost of a tile for load balancing: its K, since every tile is one full 128 x 128 MMA
+  // tile whatever its rows (a model, not measured: nothing here runs on a B200).
+  static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
+  // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
+  // used, columns allocated.
+  static bool tmem_plan(bool persistent, int* out) {
+    const int values[2][5] = {{sm100::TmemPlan<false>::kBuffers, sm100::TmemPlan<false>::kSfa, sm100::TmemPlan<false>::kSfb,
+                               sm100::TmemPlan<false>::kUsed, sm100::TmemPlan<false>::kAllocated},
+                              {sm100::TmemPlan<true>::kBuffers, sm100::TmemPlan<true>::kSfa, sm100::TmemPlan<true>::kSfb,
+                               sm100::TmemPlan<true>::kUsed, sm100::TmemPlan<true>::kAllocated}};
+    std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+    return true;
+  }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
   static const void* kernel(bool persistent, int /*fixed_n8*/) {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
@@ -1643,15 +1667,8 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-// Rows a TMA load of A brings: the tile's rows (at most the group's, rounded to 8) on sm_90; the
-// full 128-row box on sm_100, whose 128B-swizzled tile the MMA reads whole.
-inline int a_box_rows(int m, int chunk_rows) {
-  return NVFP4_ARCH == 100 ? chunk_rows : std::min(chunk_rows, round_up(std::max(m, 1), 8));
-}
-// Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
-// (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
-// weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
+inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
+inline int64_t tile_cost(int m_rows, int k) { return Arch::tile_cost(m_rows, k); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
@@ -1668,13 +1685,13 @@ inline int count_tiles(const std::vector<GroupShape>& groups) {
   return tiles;
 }
 
-// A rows per tile: kTileM, unless the problem has fewer tiles than SMs. Then, on sm_90a, each group
-// is cut into equal chunks (multiples of 8 rows) under the smallest bound at which the tiles still
-// fit on the SMs, so no SM idles for want of a tile and the widest tile, which the others wait for,
-// is as narrow as it can be. (sm_100a tiles always have 128 rows.)
+// A rows per tile: kTileM, unless the problem has fewer tiles than SMs and the kernel takes tiles of
+// any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal chunks under the
+// smallest bound at which the tiles still fit on the SMs, so no SM idles for want of a tile and the
+// widest tile, which the others wait for, is as narrow as it can be.
 void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
   for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
-  if (NVFP4_ARCH != 90 || count_tiles(groups) >= num_sms) return;
+  if (!Arch::kNarrowTiles || count_tiles(groups) >= num_sms) return;
   auto tiles_under = [&](int bound) {
     for (GroupShape& s : groups) s.chunk_rows = bound;
     return count_tiles(groups);
@@ -2169,21 +2186,9 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int ca
   }
   return count;
 }
-// sm_100a TMEM columns of the persistent (1) or single-tile (0) kernel: buffers, SFA column, SFB
-// column, columns used, columns allocated. Returns 1 on other architectures.
-int nvfp4_tmem_plan(int persistent, int* out) {
-#if NVFP4_ARCH == 100
-  using P = nvfp4::sm100::TmemPlan<true>;
-  using S = nvfp4::sm100::TmemPlan<false>;
-  const int values[2][5] = {{S::kBuffers, S::kSfa, S::kSfb, S::kUsed, S::kAllocated}, {P::kBuffers, P::kSfa, P::kSfb, P::kUsed, P::kAllocated}};
-  std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
-  return 0;
-#else
-  (void)persistent;
-  (void)out;
-  return 1;
-#endif
-}
+// TMEM columns of the persistent (1) or single-tile (0) sm_100a kernel: buffers, SFA column, SFB
+// column, columns used, columns allocated. Returns 1 on architectures without TMEM.
+int nvfp4_tmem_plan(int persistent, int* out) { return nvfp4::Arch::tmem_plan(persistent != 0, out) ? 0 : 1; }
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }

@@ -124,21 +124,9 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int ca
   }
   return count;
 }
-// sm_100a TMEM columns of the persistent (1) or single-tile (0) kernel: buffers, SFA column, SFB
-// column, columns used, columns allocated. Returns 1 on other architectures.
-int nvfp4_tmem_plan(int persistent, int* out) {
-#if NVFP4_ARCH == 100
-  using P = nvfp4::sm100::TmemPlan<true>;
-  using S = nvfp4::sm100::TmemPlan<false>;
-  const int values[2][5] = {{S::kBuffers, S::kSfa, S::kSfb, S::kUsed, S::kAllocated}, {P::kBuffers, P::kSfa, P::kSfb, P::kUsed, P::kAllocated}};
-  std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
-  return 0;
-#else
-  (void)persistent;
-  (void)out;
-  return 1;
-#endif
-}
+// TMEM columns of the persistent (1) or single-tile (0) sm_100a kernel: buffers, SFA column, SFB
+// column, columns used, columns allocated. Returns 1 on architectures without TMEM.
+int nvfp4_tmem_plan(int persistent, int* out) { return nvfp4::Arch::tmem_plan(persistent != 0, out) ? 0 : 1; }
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }

@@ -32,15 +32,8 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-// Rows a TMA load of A brings: the tile's rows (at most the group's, rounded to 8) on sm_90; the
-// full 128-row box on sm_100, whose 128B-swizzled tile the MMA reads whole.
-inline int a_box_rows(int m, int chunk_rows) {
-  return NVFP4_ARCH == 100 ? chunk_rows : std::min(chunk_rows, round_up(std::max(m, 1), 8));
-}
-// Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
-// (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
-// weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-inline int64_t tile_cost(int m_rows, int k) { return int64_t(k) * (round_up(m_rows, 8) + 256); }
+inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
+inline int64_t tile_cost(int m_rows, int k) { return Arch::tile_cost(m_rows, k); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
@@ -57,13 +50,13 @@ inline int count_tiles(const std::vector<GroupShape>& groups) {
   return tiles;
 }
 
-// A rows per tile: kTileM, unless the problem has fewer tiles than SMs. Then, on sm_90a, each group
-// is cut into equal chunks (multiples of 8 rows) under the smallest bound at which the tiles still
-// fit on the SMs, so no SM idles for want of a tile and the widest tile, which the others wait for,
-// is as narrow as it can be. (sm_100a tiles always have 128 rows.)
+// A rows per tile: kTileM, unless the problem has fewer tiles than SMs and the kernel takes tiles of
+// any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal chunks under the
+// smallest bound at which the tiles still fit on the SMs, so no SM idles for want of a tile and the
+// widest tile, which the others wait for, is as narrow as it can be.
 void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
   for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
-  if (NVFP4_ARCH != 90 || count_tiles(groups) >= num_sms) return;
+  if (!Arch::kNarrowTiles || count_tiles(groups) >= num_sms) return;
   auto tiles_under = [&](int bound) {
     for (GroupShape& s : groups) s.chunk_rows = bound;
     return count_tiles(groups);

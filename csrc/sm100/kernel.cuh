@@ -178,6 +178,22 @@ struct Arch {
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
+  static constexpr bool kNarrowTiles = false;  // every tile has 128 rows
+  // A TMA load of A brings the full 128-row box, whose 128B-swizzled tile the MMA reads whole.
+  static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
+  // Relative cost of a tile for load balancing: its K, since every tile is one full 128 x 128 MMA
+  // tile whatever its rows (a model, not measured: nothing here runs on a B200).
+  static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
+  // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
+  // used, columns allocated.
+  static bool tmem_plan(bool persistent, int* out) {
+    const int values[2][5] = {{sm100::TmemPlan<false>::kBuffers, sm100::TmemPlan<false>::kSfa, sm100::TmemPlan<false>::kSfb,
+                               sm100::TmemPlan<false>::kUsed, sm100::TmemPlan<false>::kAllocated},
+                              {sm100::TmemPlan<true>::kBuffers, sm100::TmemPlan<true>::kSfa, sm100::TmemPlan<true>::kSfb,
+                               sm100::TmemPlan<true>::kUsed, sm100::TmemPlan<true>::kAllocated}};
+    std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+    return true;
+  }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
   static const void* kernel(bool persistent, int /*fixed_n8*/) {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
