@@ -4,6 +4,7 @@ SPEC       ?= task.yml
 SUBMISSION ?= submission.py
 TORCH_SPEC ?= torch==2.13.0
 MODE       ?= test
+EVAL_ARGS  ?=
 SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL        = $(PYTHON) eval.py
 
@@ -20,10 +21,10 @@ test: deps  ## the test suite
 	$(PYTHON) -m pytest -q tests
 
 benchmark: deps
-	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION)
+	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)
 
 leaderboard: deps
-	$(EVAL) leaderboard $(SPEC) --submission $(SUBMISSION)
+	$(EVAL) leaderboard $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)
 
 profile: deps
 	$(EVAL) profile $(SPEC) --submission $(SUBMISSION)
