@@ -125,9 +125,10 @@ class Flush:
         self.leaderboard = free >= LEADERBOARD_FLUSH_BYTES + (4 << 30)
         if not self.leaderboard:
             self._small = l2_flush_bytes(torch.device("cuda")) // 4
-            self.estimated_ms = _gpu_ms(lambda: torch.randn(1 << 28, device="cuda")) * LEADERBOARD_FLUSH_BYTES / (1 << 30)
-            spin = 1 << 24
-            self._cycles = int(spin * self.estimated_ms / _gpu_ms(lambda: torch.cuda._sleep(spin)))
+            sample, spin = (lambda: torch.randn(1 << 28, device="cuda")), (lambda: torch.cuda._sleep(1 << 24))
+            sample(), spin()  # warm: the allocation and the kernels' first load stay out of the timing
+            self.estimated_ms = _gpu_ms(sample) * LEADERBOARD_FLUSH_BYTES / (1 << 30)
+            self._cycles = int((1 << 24) * self.estimated_ms / _gpu_ms(spin))
         self()  # warm: the allocator's first reservation of the buffer stays out of the figure
         torch.cuda.synchronize()
         self.ms = _gpu_ms(self)
@@ -188,6 +189,9 @@ def output_warnings(inputs, outputs) -> set[str]:
     """How the outputs differ from the given c tensors written in place (the leaderboard compares values only)."""
     found = set()
     for (abc, _, _, _), output in zip(inputs, outputs):
+        if not isinstance(output, (list, tuple)):
+            found.add(f"the output is {type(output).__name__}, not a list of tensors")
+            continue
         for g, ((_, _, c), out) in enumerate(zip(abc, output)):
             if not isinstance(out, torch.Tensor):
                 continue
@@ -241,6 +245,12 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     return CaseTiming(stats, host_included, described, sorted(warnings))
 
 
+def _spacer(rng: random.Random):
+    """A block of a random size (a few 2 MiB pages on a GPU) held while a repeat's clones are made."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.empty(rng.randrange(1, 16) << 21, dtype=torch.uint8, device=device)
+
+
 def _report(enabled: bool, text: str) -> None:
     if enabled:
         print(f"[eval]   {text}", file=sys.stderr, flush=True)
@@ -265,9 +275,14 @@ def time_calls(fn, data_list, max_repeats: int, max_time_ns: float, check=None, 
     start = time.perf_counter_ns()
     for repeat in range(max_repeats):
         synchronize()
-        inputs = [clone_data(d) for d in data_list] if fresh_inputs else data_list
+        inputs = data_list
         if fresh_inputs:
             shuffler.shuffle(order)
+            inputs = [None] * len(data_list)
+            spacer = _spacer(shuffler)  # so that the clones do not land where earlier clones were, repeat after repeat
+            for j in order:
+                inputs[j] = clone_data(data_list[j])
+            del spacer
         if flush is not None:
             flush()
         else:

@@ -52,3 +52,10 @@ def test_an_nvcc_error_in_a_source_file_is_reported_at_that_files_line(csrc_copy
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert f'csrc/sm90/decode.cuh({line}): error: identifier "undeclared_name" is undefined' in proc.stdout + proc.stderr
+
+
+def test_a_project_include_that_is_not_alone_on_its_line_is_refused(csrc_copy):
+    arch = csrc_copy / "arch.cuh"
+    arch.write_text(arch.read_text().replace('#include "ptx.cuh"\n', '#include "ptx.cuh"  // the PTX wrappers\n', 1))
+    with pytest.raises(bundle.BundleError, match="write a project include alone on its line"):
+        bundle.bundle(csrc_copy)

@@ -59,3 +59,7 @@ def test_a_file_over_the_size_limit_fails(tmp_path):
 def test_the_standard_library_torch_and_task_are_allowed(tmp_path):
     path = planted(tmp_path, "import ctypes, os.path\nimport torch.utils.cpp_extension\nfrom task import input_t\n")
     assert problems(path) == []
+
+
+def test_a_byte_order_mark_is_taken_as_python_takes_it(tmp_path):
+    assert problems(planted(tmp_path, b"\xef\xbb\xbfimport torch\n")) == []

@@ -103,3 +103,42 @@ def test_strict_mode_gives_every_repeat_fresh_inputs_in_a_shuffled_order(tmp_pat
 def test_without_strict_every_repeat_sees_the_same_objects_in_order(tmp_path):
     repeats, prints = timed_calls(tmp_path, "sees_same.py", strict=False)
     assert len(repeats) >= 3 and all([id(a) for a in r] == [id(a) for a in repeats[0]] for r in repeats)
+
+
+class Recorder:
+    """Stands in for the GPU-side steps of a timed repeat and records their order."""
+
+    def __init__(self, monkeypatch):
+        self.events = []
+        recorder = self
+        monkeypatch.setattr(runners, "synchronize", lambda: self.events.append("synchronize"))
+        monkeypatch.setattr(runners, "clear_l2_cache", lambda: self.events.append("small flush"))
+
+        class Timer:
+            def __enter__(self):
+                recorder.events.append("start event")
+                return self
+
+            def __exit__(self, *exc):
+                recorder.events.append("end event")
+                self.ns = 1000.0
+
+        monkeypatch.setattr(runners, "BatchTimer", Timer)
+
+    def flush(self):
+        self.events.append("leaderboard flush")
+
+    def call(self, data):
+        self.events.append("call")
+
+
+def test_leaderboard_timing_has_no_synchronize_between_its_flush_and_the_start_event(monkeypatch):
+    r = Recorder(monkeypatch)
+    runners.time_calls(r.call, [None, None], 2, 1e12, flush=r.flush)
+    assert r.events == ["synchronize", "leaderboard flush", "start event", "call", "call", "end event"] * 2
+
+
+def test_host_included_timing_synchronizes_after_its_flush(monkeypatch):
+    r = Recorder(monkeypatch)
+    runners.time_calls(r.call, [None], 2, 1e12)
+    assert r.events == ["synchronize", "small flush", "synchronize", "start event", "call", "end event"] * 2

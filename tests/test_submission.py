@@ -165,3 +165,13 @@ def test_running_the_file_without_a_gpu_says_so_and_exits_0():
     proc = subprocess.run([sys.executable, "submission.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "no CUDA GPU here, nothing to build" in proc.stdout
+
+
+def test_groups_beyond_the_kernels_tile_fields_go_to_the_portable_path(monkeypatch):
+    """The C++ plan refuses more than 512 row blocks of 128; Python sends such a group elsewhere first."""
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # CPU tensors: device.index is None
+    data = generate_input((65600,), (128,), (256,), 1, seed=3, device="cpu")
+    abc, _, sfr, sizes = data
+    tensors = submission._flat_tensors(abc, sfr)
+    assert "M up to 65536" in submission.kernel_unsupported(data, 64)
+    assert not submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, -1)

@@ -64,7 +64,7 @@ def test_a_missing_registration_says_how_to_register(env):
 
 def test_the_older_cli_name_is_found_too(env, tmp_path):
     os.rename(tmp_path / "bin" / "popcorn", tmp_path / "bin" / "popcorn-cli")
-    proc = submit(env)
+    proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})  # no other popcorn found first
     assert proc.returncode == 0 and "popcorn-cli submit" in proc.stdout
 
 

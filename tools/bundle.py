@@ -21,6 +21,7 @@ SUBMISSION = ROOT / "submission.py"
 BEGIN = "# ----- BEGIN BUNDLE: written by tools/bundle.py from csrc/ (edit the sources there, then run `make bundle`)\n"
 END = "# ----- END BUNDLE\n"
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"\s*$')
+QUOTED_INCLUDE = re.compile(r'\s*#\s*include\s*"')  # any include of a project file, well formed or not
 OPENS, BRANCHES, CLOSES = re.compile(r"\s*#\s*if"), re.compile(r"\s*#\s*(elif|else)\b"), re.compile(r"\s*#\s*endif\b")
 
 
@@ -45,6 +46,8 @@ def bundle(csrc: Path = CSRC) -> str:
             if line.strip() == "#pragma once":
                 out.append("")
                 continue
+            if QUOTED_INCLUDE.match(line) and not INCLUDE.match(line):
+                raise BundleError(f"{name}:{number}: write a project include alone on its line: {line.strip()}")
             if match := INCLUDE.match(line):
                 target = (path.parent / match[1]).resolve()
                 if not target.is_relative_to(csrc) or not target.is_file():

@@ -3,9 +3,10 @@
     python tools/check_submission.py [PATH]        (default: submission.py)
 
 The server (gpu-mode/kernelbot) refuses a file that is empty, over 1,000,000 bytes, not UTF-8,
-or that contains the word "stream" in any case anywhere (code, comments, strings). The
-leaderboard lays out only task.py, utils.py, reference.py and eval.py beside the submission, so
-it may import the standard library, torch and task; anything else is refused here as well.
+or that contains the word "stream" in any case anywhere (code, comments, strings). Beside the
+submission the leaderboard lays out task.py, utils.py, reference.py and eval.py, its own copies;
+a submission should need only the standard library, torch and task (for its types), so any other
+import is refused here as well.
 Exit 0 when the file passes, 1 with one line per problem otherwise. See docs/PROBLEM.md.
 """
 import ast
@@ -35,7 +36,7 @@ def problems(path: Path) -> list[str]:
             found.append(f"{path}:{number}:{column + 1}: contains {BANNED_WORD!r} (in any case), which the server refuses")
             column = line.lower().find(BANNED_WORD, column + 1)
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = ast.parse(raw, filename=str(path))  # bytes: a UTF-8 byte-order mark is taken as Python takes it
     except SyntaxError as e:
         return found + [f"{path}:{e.lineno}: not valid Python: {e.msg}"]
     for node in ast.walk(tree):
