@@ -2613,16 +2613,32 @@ def first_mismatch(out: output_t, exact: list) -> str | None:
     return None
 
 
-def self_checked(path: "KernelPath", device: torch.device):
-    """`path` when it computes self_check_input() within exact_products()' bounds; otherwise, after
-    one warning on stderr saying what failed, a correct fallback: FP4 `torch._scaled_mm` where the
-    GPU has it (not under tcgen05 emulation), else the portable path."""
+def self_check_failure(path: "KernelPath", device: torch.device) -> str | None:
+    """What went wrong when `path` computed self_check_input() (outside exact_products()' bounds,
+    or a launch or CUDA error), or None."""
     data = self_check_input(device)
     exact = exact_products(data)
     try:
-        failure = first_mismatch(path(data), exact)  # waits for the kernel: its CUDA errors surface here
-    except (RuntimeError, ValueError) as e:  # a launch or a CUDA error
-        failure = f"{type(e).__name__}: {e}"
+        return first_mismatch(path(data), exact)  # waits for the kernel: its CUDA errors surface here
+    except (RuntimeError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def self_checked(path: "KernelPath", device: torch.device, verdict: str | None = None):
+    """`path` when it passes the self-check; otherwise, after one warning on stderr saying what
+    failed, a correct fallback: FP4 `torch._scaled_mm` where the GPU has it (not under tcgen05
+    emulation), else the portable path.
+
+    verdict: a file through which the processes that use one build share what they found. A
+    process about to run the kernel writes "running <pid>" there, then "pass" or "fail: <what>".
+    A later process that finds a failure, or a "running" whose process is gone (the kernel killed
+    its CUDA context or hung: the leaderboard's compile step runs first and takes that blow), uses
+    the fallback without running the kernel; one that finds "pass" checks again all the same."""
+    failure = _earlier_failure(verdict)
+    if failure is None:
+        _record(verdict, f"running {os.getpid()}")
+        failure = self_check_failure(path, device)
+        _record(verdict, "pass" if failure is None else f"fail: {failure}")
     if failure is None:
         return path
     has_fp4_scaled_mm = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 10
@@ -2632,9 +2648,40 @@ def self_checked(path: "KernelPath", device: torch.device):
     return fallback
 
 
+def _earlier_failure(verdict: str | None) -> str | None:
+    try:
+        with open(verdict) as f:
+            found = f.read().strip()
+    except (OSError, TypeError):  # none yet, or no verdict file in use
+        return None
+    if found.startswith("fail: "):
+        return f"an earlier process found {found[6:]}"
+    if found.startswith("running "):
+        pid = int(found.split()[1])
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return f"an earlier check (process {pid}) never finished: the kernel crashed its process or hung"
+        except PermissionError:
+            pass
+    return None
+
+
+def _record(verdict: str | None, text: str) -> None:
+    """Write the verdict file atomically; where it cannot be written, each process checks alone."""
+    if verdict is None:
+        return
+    try:
+        with open(f"{verdict}.{os.getpid()}", "w") as f:
+            f.write(text + "\n")
+        os.replace(f"{verdict}.{os.getpid()}", verdict)
+    except OSError:
+        pass
+
+
 def _trusted(path: "KernelPath", device: torch.device):
     if path.arch in UNVERIFIED_KERNEL_ARCHS and os.environ.get(SELF_CHECK_ENV) != "0":
-        return self_checked(path, device)
+        return self_checked(path, device, verdict=f"{path.lib._name}.self_check")  # beside the library: one per build
     return path
 
 

@@ -1,4 +1,5 @@
 """The first-use self-check of a kernel never run on real hardware, and the fallbacks it picks."""
+import os
 import time
 
 import pytest
@@ -140,3 +141,64 @@ def test_the_scaled_mm_fallback_hands_its_operands_over_as_scaled_mm_takes_them(
     for _, _, c in data[0]:
         c.fill_(float("nan"))
     assert_matches_exact(submission.scaled_mm_kernel(data), data)
+
+
+class CountingKernel:
+    """A stand-in kernel path that is right, and counts its calls."""
+    arch, emulated = 100, True
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, data):
+        self.calls += 1
+        return submission.portable_kernel(data)
+
+
+def test_a_passing_check_is_recorded_and_checked_again_by_the_next_process(tmp_path):
+    verdict = str(tmp_path / "lib.so.self_check")
+    kernel = CountingKernel()
+    assert submission.self_checked(kernel, torch.device("cpu"), verdict) is kernel
+    assert open(verdict).read() == "pass\n"
+    assert submission.self_checked(kernel, torch.device("cpu"), verdict) is kernel and kernel.calls == 2
+
+
+def test_a_recorded_failure_spares_later_processes_the_kernel(tmp_path, capfd):
+    verdict = str(tmp_path / "lib.so.self_check")
+    assert submission.self_checked(WrongKernel(), torch.device("cpu"), verdict) is submission.portable_kernel
+    assert open(verdict).read().startswith("fail: group 2: 1 of 17680 elements off")
+    capfd.readouterr()
+    kernel = CountingKernel()
+    assert submission.self_checked(kernel, torch.device("cpu"), verdict) is submission.portable_kernel and kernel.calls == 0
+    assert "an earlier process found group 2: 1 of 17680 elements off" in capfd.readouterr().err
+
+
+def test_a_check_whose_process_died_counts_as_a_failure(tmp_path, capfd):
+    """The leaderboard's compile step runs the check first: if the kernel kills that process (a
+    fault poisons its CUDA context, a hang traps), the test and benchmark processes fall back."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    verdict = tmp_path / "lib.so.self_check"
+    verdict.write_text(f"running {dead}\n")
+    kernel = CountingKernel()
+    assert submission.self_checked(kernel, torch.device("cpu"), str(verdict)) is submission.portable_kernel and kernel.calls == 0
+    assert f"an earlier check (process {dead}) never finished" in capfd.readouterr().err
+    verdict.write_text(f"running {os.getpid()}\n")  # a check still running elsewhere: check here too
+    assert submission.self_checked(kernel, torch.device("cpu"), str(verdict)) is kernel and kernel.calls == 1
+
+
+def test_an_unwritable_verdict_leaves_each_process_to_check_alone(tmp_path):
+    kernel = CountingKernel()
+    assert submission.self_checked(kernel, torch.device("cpu"), str(tmp_path / "missing" / "lib.so.self_check")) is kernel
+
+
+def test_the_verdict_lies_beside_the_build_and_the_check_can_be_switched_off(tmp_path, monkeypatch):
+    kernel = CountingKernel()
+    kernel.lib = type("Library", (), {"_name": str(tmp_path / "nvfp4_sm100a.so")})()
+    monkeypatch.delenv(submission.SELF_CHECK_ENV, raising=False)
+    assert submission._trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 1
+    assert (tmp_path / "nvfp4_sm100a.so.self_check").read_text() == "pass\n"
+    monkeypatch.setenv(submission.SELF_CHECK_ENV, "0")
+    assert submission._trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 1
