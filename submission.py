@@ -1574,12 +1574,14 @@ struct Arch {
   static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
   // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
   // used, columns allocated.
+  template <bool kPersistent>
+  static void tmem_columns(int* out) {
+    using T = sm100::TmemPlan<kPersistent>;
+    const int values[5] = {T::kBuffers, T::kSfa, T::kSfb, T::kUsed, T::kAllocated};
+    std::memcpy(out, values, sizeof values);
+  }
   static bool tmem_plan(bool persistent, int* out) {
-    const int values[2][5] = {{sm100::TmemPlan<false>::kBuffers, sm100::TmemPlan<false>::kSfa, sm100::TmemPlan<false>::kSfb,
-                               sm100::TmemPlan<false>::kUsed, sm100::TmemPlan<false>::kAllocated},
-                              {sm100::TmemPlan<true>::kBuffers, sm100::TmemPlan<true>::kSfa, sm100::TmemPlan<true>::kSfb,
-                               sm100::TmemPlan<true>::kUsed, sm100::TmemPlan<true>::kAllocated}};
-    std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+    persistent ? tmem_columns<true>(out) : tmem_columns<false>(out);
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
@@ -2505,8 +2507,9 @@ def _flat_tensors(abc, sf_reordered) -> list:
 def _expected_layout(sizes: tuple, k_multiple: int) -> tuple[list, list] | None:
     """For problem sizes that validate() and kernel_unsupported() accept whatever the tensors: the
     shapes of _flat_tensors' tensors, the first five strides of the scale tensors of groups with
-    output, and per group whether it has output (M and N > 0). None for any other sizes (the caller
-    then runs the full checks, which say what is wrong)."""
+    output, and per tensor of _flat_tensors whether the kernel reads or writes it (its group has
+    M, N > 0; None when all do). None for any other sizes (the caller then runs the full checks,
+    which say what is wrong)."""
     shapes, scale_shapes, scale_strides, used = [], [], [], []
     for size in sizes:
         if type(size) is not tuple or len(size) != 4 or any(type(v) is not int for v in size):
@@ -2519,7 +2522,8 @@ def _expected_layout(sizes: tuple, k_multiple: int) -> tuple[list, list] | None:
         scale_shapes += group[3:]
         scale_strides += [_packed_scale_strides(k)] * 2 if m and n else []
         used.append(bool(m and n))
-    return shapes + scale_shapes, scale_strides, used
+    tensor_used = [u for u in used for _ in range(3)] + [u for u in used for _ in range(2)]
+    return shapes + scale_shapes, scale_strides, None if all(used) else tensor_used
 
 
 _FP4_DTYPES, _F16_DTYPES, _E4M3_DTYPES = frozenset(_FP4), frozenset(_F16), frozenset(_E4M3)
@@ -2540,20 +2544,16 @@ def kernel_takes(abc, sf_reordered, sizes: tuple, tensors: list, pointers, k_mul
         return False
     shapes, scale_strides, used = layout
     abc_flat, scales = tensors[:3 * g], tensors[3 * g:]
-    if not all(used):  # groups with no output have no layout to check
-        abc_flat = [*compress(abc_flat, chain.from_iterable(zip(used, used, used)))]
-        pointers = [*compress(pointers[:3 * g], chain.from_iterable(zip(used, used, used))),
-                    *compress(pointers[3 * g:], chain.from_iterable(zip(used, used)))]
-        scales_used = [*compress(scales, chain.from_iterable(zip(used, used)))]
-    else:
-        scales_used = scales
+    abc_used, scales_used = abc_flat, scales
+    if used is not None:  # groups with no output have no layout to check
+        abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g:])], [*compress(pointers, used)]
     return (list(map(_shape_of, tensors)) == shapes
-            and set(map(_dtype_of, tensors[:3 * g][0::3] + tensors[:3 * g][1::3])) <= _FP4_DTYPES
-            and set(map(_dtype_of, tensors[:3 * g][2::3])) <= _F16_DTYPES
+            and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4_DTYPES
+            and set(map(_dtype_of, abc_flat[2::3])) <= _F16_DTYPES
             and set(map(_dtype_of, scales)) <= _E4M3_DTYPES
             and set(map(torch.Tensor.get_device, tensors)) == {device_index}
             and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
-            and all(map(torch.Tensor.is_contiguous, abc_flat))
+            and all(map(torch.Tensor.is_contiguous, abc_used))
             and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
 
 

@@ -230,11 +230,11 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     synchronize()
     if message := first_mismatch(outputs):
         return message
-    warnings = output_warnings(inputs, outputs) if strict else set()
+    warnings = output_warnings(inputs, outputs) if strict else None
     _report(progress, f"{sets} outputs checked; timing")
     on_gpu = torch.cuda.is_available()
     flush = leaderboard_flush() if on_gpu else None
-    timed = dict(fresh_inputs=strict, warnings=warnings if strict else None, progress=progress)
+    timed = dict(fresh_inputs=strict, warnings=warnings, progress=progress)
     stats = time_calls(kernel, data_list, max_repeats, max_time_ns, first_mismatch if recheck else None, flush=flush, **timed)
     if isinstance(stats, str):
         return stats
@@ -242,7 +242,7 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     if isinstance(host_included, str):
         return host_included
     described = flush.describe() if flush else "none (the CPU: host clock around the calls)"
-    return CaseTiming(stats, host_included, described, sorted(warnings))
+    return CaseTiming(stats, host_included, described, sorted(warnings or ()))
 
 
 def _spacer(rng: random.Random):

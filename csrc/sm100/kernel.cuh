@@ -186,12 +186,14 @@ struct Arch {
   static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
   // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
   // used, columns allocated.
+  template <bool kPersistent>
+  static void tmem_columns(int* out) {
+    using T = sm100::TmemPlan<kPersistent>;
+    const int values[5] = {T::kBuffers, T::kSfa, T::kSfb, T::kUsed, T::kAllocated};
+    std::memcpy(out, values, sizeof values);
+  }
   static bool tmem_plan(bool persistent, int* out) {
-    const int values[2][5] = {{sm100::TmemPlan<false>::kBuffers, sm100::TmemPlan<false>::kSfa, sm100::TmemPlan<false>::kSfb,
-                               sm100::TmemPlan<false>::kUsed, sm100::TmemPlan<false>::kAllocated},
-                              {sm100::TmemPlan<true>::kBuffers, sm100::TmemPlan<true>::kSfa, sm100::TmemPlan<true>::kSfb,
-                               sm100::TmemPlan<true>::kUsed, sm100::TmemPlan<true>::kAllocated}};
-    std::memcpy(out, values[persistent ? 1 : 0], sizeof values[0]);
+    persistent ? tmem_columns<true>(out) : tmem_columns<false>(out);
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
