@@ -1125,54 +1125,168 @@ __device__ __forceinline__ bool elect_one() {
 // ---------------------------------------------------------------------------- tcgen05, emulated
 // Test build for sm_90a (NVFP4_TCGEN05_EMULATION=1): the same kernel with each Blackwell-only
 // instruction replaced by a device function of the same signature that reproduces, from the PTX
-// ISA's definitions, what the kernel relies on. The asynchronous ones (cp, mma) complete before they
-// return, so tcgen05.commit arrives at once. TMEM is a per-SM array in global memory; every access
-// is checked against the live allocation, the lane quarter of the accessing warp and the scale
-// duplication the ISA requires, and a violation prints what it was and traps.
-// sm_100-only forms of sm_90 features use their sm_90 equivalents: .shared::cluster destinations for
-// bulk copies, no .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
+// ISA's definitions, what the kernel relies on, including when things happen.
+//
+// The emulated tensor core. tcgen05.cp, tcgen05.mma and tcgen05.commit only enqueue an operation
+// on the issuing CTA's queue, with a checksum of every shared-memory byte it will read. Operations
+// run later, in issue order, each no sooner than a delay drawn from the seed (Config) after its
+// issue, by whichever thread of the CTA (or of its pair) waits on an mbarrier (the emulation's
+// mbar_wait_or_trap replaces the one in ptx.cuh for this namespace), and only while the issuing
+// thread itself waits or has issued nothing for kIdleIssuerNs: the tensor core starts on what a
+// thread issued once it yields, so whatever it issues before its next wait is still pending when its
+// earlier commits arrive. A lazy run (an even seed)
+// executes only what a waiting thread needs, up to the commit that arrives on the barrier it waits
+// for, so every operation stays pending as long as the ISA allows; an eager run (an odd seed)
+// executes every operation whose delay expired. A commit arrives once every earlier operation of
+// its issuer has completed.
+//
+// Detectors, which print what they found (and the seed) and trap:
+//   - tcgen05.ld of TMEM columns a queued operation has not yet written, or that nothing wrote since
+//     the allocation;
+//   - an operation whose shared-memory source changed between its issue and its execution;
+//   - a TMA or bulk copy into shared memory a pending operation still reads;
+//   - tcgen05.dealloc with operations pending; plus the layout checks (allocation bounds, lane
+//     quarters, scale duplication, descriptor fields).
+//
+// TMEM is a per-SM array in global memory (every kernel emulated here runs one CTA per SM).
+// CTA pairs (.cta_group::2) are clusters of 2 on the H200: a pair's operations are queued by its
+// even CTA and run by any waiting thread of either CTA, reading both CTAs' shared memory through
+// distributed shared memory and arriving on barriers through mapa addresses. sm_100-only forms of
+// sm_90 features use their sm_90 equivalents: .shared::cluster destinations for bulk copies, no
+// .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
+// docs/TCGEN05.md gives the readings taken where the ISA is silent.
 
 
 
 namespace nvfp4 {
 namespace sm100 {
 namespace emu {
-constexpr int kLanes = 128, kColumns = 512, kMaxSms = 256;
+constexpr int kLanes = 128, kColumns = 512, kMaxSms = 256, kQueue = 256;
+constexpr uint64_t kIdleIssuerNs = 2000000;  // well beyond the longest burst of issues between two waits
+
+// seed: the delays, and lazy (even) or eager (odd); max_delay_ns: the longest delay.
+struct Config {
+  uint64_t seed;
+  uint32_t max_delay_ns;
+};
+__device__ Config g_config = {2, 20000};
+
 struct TmemStandIn {
   uint32_t base, columns;                // the live allocation; columns == 0: none
+  uint32_t paired, peer_sm;              // a cta_group::2 allocation and the SM of the pair's other CTA
+  uint32_t issued[kColumns];             // per column: 1 + sequence number of the last operation issued to write it (0: none)
+  uint32_t done[kColumns];               // the same, of the last one executed
   uint32_t cells[kLanes][kColumns];      // 32-bit TMEM words
-  float a_scaled[kLanes][64];            // mma scratch: A x SFA of the current instruction
+  float a_scaled[kLanes][64];            // mma scratch: A x SFA of the operation being executed
 };
 __device__ TmemStandIn g_tmem[kMaxSms];
 
-__device__ __noinline__ void fail(const char* what, uint32_t x, uint32_t y) {
-  printf("tcgen05 emulation, block %d thread %d: %s (%u, %u)\n", int(blockIdx.x), int(threadIdx.x), what, x, y);
+enum OpKind : uint32_t { kCp = 1, kMma = 2, kCommit = 3 };
+struct Op {
+  uint32_t kind, group, seq, issuer_rank;  // group: the .cta_group; issuer_rank: %cluster_ctarank of the issuing CTA
+  uint64_t issue_ns, ready_ns;             // issue time, and issue time + delay
+  uint64_t desc[2];                        // mma: A, B; cp: the source
+  uint32_t d_tmem, i_desc, sfa, sfb, accumulate;
+  uint32_t bar, cta_mask;                  // commit: the barrier offset and the CTAs it arrives at
+  uint32_t sum[2][2];                      // checksum at issue [operand][CTA of the pair]
+  uint32_t lo[2][2], hi[2][2];             // shared-memory bytes read [lo, hi) [operand][CTA of the pair]
+};
+struct Queue {
+  int lock;
+  uint32_t head, tail;                     // operations head .. tail - 1 are pending; sequence number = position
+  uint32_t issuer_thread, issuer_waiting;  // the one thread that issues (kNoThread: none yet), and whether it waits now
+  Op ops[kQueue];
+};
+constexpr uint32_t kNoThread = 0xFFFFFFFFu;
+__device__ Queue g_queue[kMaxSms];
+
+// A pair's CTAs find each other's SM through this record, in each CTA's shared memory.
+struct PairRecord {
+  uint64_t key;  // nonzero, unique to this CTA of this launch, written last
+  uint32_t sm, columns;
+};
+__shared__ PairRecord g_pair_record;
+
+__device__ __noinline__ void fail(const char* what, uint32_t x, uint32_t y, uint32_t z = 0) {
+  printf("tcgen05 emulation (seed %llu), block %d thread %d: %s (%u, %u, %u)\n", static_cast<unsigned long long>(g_config.seed),
+         int(blockIdx.x), int(threadIdx.x), what, x, y, z);
   __trap();
 }
 __device__ __forceinline__ int lane_id() { return int(threadIdx.x % 32); }
 __device__ __forceinline__ void require_whole_warp(const char* what) {
   if (__activemask() != 0xFFFFFFFFu) fail(what, __activemask(), 0);
 }
-__device__ __forceinline__ TmemStandIn& sm_tmem() {
+__device__ __forceinline__ uint32_t sm_id() {
   uint32_t sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  if (sm >= kMaxSms) fail("SM id beyond the TMEM stand-ins", sm, kMaxSms);
-  return g_tmem[sm];
+  if (sm >= kMaxSms) fail("SM id beyond the TMEM stand-ins (SM, stand-ins)", sm, kMaxSms);
+  return sm;
 }
+__device__ __forceinline__ TmemStandIn& sm_tmem() { return g_tmem[sm_id()]; }
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x ^= x >> 30, x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27, x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+__device__ __forceinline__ volatile uint32_t& vol(uint32_t& x) { return reinterpret_cast<volatile uint32_t&>(x); }
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
+  return v;
+}
+__device__ __forceinline__ bool try_wait_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done != 0;
+}
+// The address of shared::cta address `addr` in the CTA of cluster rank `rank`.
+__device__ __forceinline__ uint32_t remote(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ uint32_t ld_cluster_u32(uint32_t cluster_addr) {
+  uint32_t v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void arrive_cluster(uint32_t cluster_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+}
+// Which stage of the kernel's shared-memory ring an address is in (the dynamic window's base
+// rounded up to 1024, as the kernel does), for messages.
+__device__ __forceinline__ uint32_t stage_of(uint32_t addr) {
+  extern __shared__ uint8_t emulation_dynamic_smem[];
+  const uint32_t base = smem_u32(emulation_dynamic_smem), aligned = base + ((1024 - (base & 1023)) & 1023);
+  return (addr - aligned) / uint32_t(kStageBytes);
+}
+
 __device__ __forceinline__ uint32_t& cell(TmemStandIn& t, uint32_t lane, uint32_t column) {
-  const uint32_t base = *reinterpret_cast<volatile uint32_t*>(&t.base), columns = *reinterpret_cast<volatile uint32_t*>(&t.columns);
+  const uint32_t base = vol(t.base), columns = vol(t.columns);
   if (lane >= kLanes || column < base || column >= base + columns) fail("TMEM access outside the allocation (lane, column)", lane, column);
   return t.cells[lane][column];
 }
-__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
-  return v;
+// Writes of operation `seq` to columns [column, column + count): issued, then executed.
+__device__ __forceinline__ void mark_issued(TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq) {
+  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c % kColumns]) = seq + 1;
 }
-__device__ __forceinline__ uint32_t ld_shared_u8(uint32_t addr) {
-  uint16_t v;
-  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
-  return v;
+__device__ __forceinline__ void mark_done(TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq) {
+  for (uint32_t c = column; c < column + count; ++c) vol(t.done[c % kColumns]) = seq + 1;
+}
+// For code that writes TMEM words directly (the probes): the columns count as written.
+__device__ __forceinline__ void mark_written(TmemStandIn& t, uint32_t column, uint32_t count) {
+  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c % kColumns]) = vol(t.done[c % kColumns]) = 0xFFFFFFFFu;
 }
 
 // Shared-memory matrix descriptor (tcgen05 form): start, LBO and SBO in 16-byte units at bits 0, 16
@@ -1195,6 +1309,26 @@ __device__ __forceinline__ uint32_t kmajor_address(const SmemDesc& d, int row, i
   const uint32_t a = d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 128 + uint32_t(byte);
   return a ^ ((a >> 3) & 0x70);
 }
+// An operand as an operation reads it: `rows` rows of `words` 32-bit words from the shared memory of
+// cluster rank `rank`. Its checksum, and the bounds [lo, hi) of the bytes.
+struct Operand {
+  SmemDesc d;
+  int rows, words;
+  uint32_t rank;
+  __device__ uint32_t word(int row, int w) const { return ld_cluster_u32(remote(kmajor_address(d, row, 4 * w), rank)); }
+  __device__ uint32_t checksum(uint32_t& lo, uint32_t& hi) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    lo = 0xFFFFFFFFu, hi = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int w = 0; w < words; ++w) {
+        const uint32_t a = kmajor_address(d, r, 4 * w);
+        lo = min(lo, a), hi = max(hi, a + 4);
+        h = (h ^ ld_cluster_u32(remote(a, rank))) * 0x100000001B3ull + uint64_t(r * words + w);
+      }
+    return uint32_t(mix(h)) | 1u;
+  }
+};
+
 __device__ __forceinline__ float e2m1_value(uint32_t code) {
   const uint32_t e = (code >> 1) & 3, m = code & 1;
   const float magnitude = e ? ldexpf(1.0f + 0.5f * float(m), int(e) - 1) : 0.5f * float(m);
@@ -1206,7 +1340,7 @@ __device__ __forceinline__ float e4m3_value(uint32_t byte) {
   const float magnitude = e ? ldexpf(1.0f + float(m) / 8.0f, int(e) - 7) : ldexpf(float(m) / 8.0f, -6);
   return byte & 0x80 ? -magnitude : magnitude;
 }
-// scale_vec::4X scales of row r of a 128-row operand: lane r, column `column` + r / 32, byte j for K
+// scale_vec::4X scales of row r (< 128) of an operand: lane r, column `column` + r / 32, byte j for K
 // elements 16j .. 16j + 15. The ISA requires the same words in all four lane quarters: checked.
 __device__ __forceinline__ uint32_t scale_word(TmemStandIn& t, uint32_t column, int r) {
   const uint32_t w = cell(t, uint32_t(r), column + uint32_t(r / 32));
@@ -1214,114 +1348,335 @@ __device__ __forceinline__ uint32_t scale_word(TmemStandIn& t, uint32_t column, 
     if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w) fail("scale factors differ between lane quarters (row, column)", r, column);
   return w;
 }
+// Row `row` of an operand, 64 K elements (8 words of 8 codes, low nibble first), times its scales.
+__device__ __forceinline__ void scaled_row(const Operand& op, int row, uint32_t sf, float (&out)[64]) {
+#pragma unroll
+  for (int w = 0; w < 8; ++w) {
+    const uint32_t codes = op.word(row, w);
+    const float scale = e4m3_value((sf >> (8 * (w / 2))) & 0xFF);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[8 * w + i] = e2m1_value((codes >> (4 * i)) & 15) * scale;
+  }
+}
 __device__ __forceinline__ void require_lane_zero(uint32_t taddr, const char* what) {
   if (taddr >> 16) fail(what, taddr >> 16, taddr & 0xFFFF);
 }
+
+// ---- the queue
+// The stand-in of the pair's CTA v (0: the even one, 1: the odd one) as seen from the issuer's SM.
+__device__ __forceinline__ TmemStandIn& pair_tmem(uint32_t issuer_sm, uint32_t v) {
+  return v == 0 ? g_tmem[issuer_sm] : g_tmem[vol(g_tmem[issuer_sm].peer_sm)];
+}
+// The operands of an operation: for an mma, A ([0]) and B ([1]) in each CTA of its group; for a cp,
+// its source in each CTA.
+__device__ __forceinline__ Operand operand(const Op& op, int which, uint32_t v) {
+  const uint32_t rank = (op.issuer_rank & ~1u) * (op.group - 1) + op.issuer_rank * (2 - op.group) + v;
+  if (op.kind == kCp) return Operand{decode_smem_desc(op.desc[0]), 32, 4, rank};
+  const int n = int((op.i_desc >> 17) & 63) << 3;
+  return Operand{decode_smem_desc(op.desc[which]), which == 0 ? 128 : n / int(op.group), 8, rank};
+}
+__device__ __forceinline__ int operand_count(const Op& op) { return op.kind == kMma ? 2 : op.kind == kCp ? 1 : 0; }
+
+__device__ __forceinline__ void verify_sources(const Op& op) {
+  for (int which = 0; which < operand_count(op); ++which)
+    for (uint32_t v = 0; v < op.group; ++v) {
+      uint32_t lo, hi;
+      if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
+        fail(op.kind == kMma ? (which == 0 ? "the A operand of a tcgen05.mma changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)"
+                                           : "the B operand of a tcgen05.mma changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)")
+                             : "the source of a tcgen05.cp changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)",
+             op.seq, stage_of(op.lo[which][v]), v);
+    }
+}
+// tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
+// lanes r, r + 32, r + 64, r + 96, four columns from the address (bytes 4w .. 4w + 3 in column w).
+__device__ __forceinline__ void execute_cp(const Op& op, uint32_t issuer_sm) {
+  for (uint32_t v = 0; v < op.group; ++v) {
+    TmemStandIn& t = pair_tmem(issuer_sm, v);
+    const Operand src = operand(op, 0, v);
+    for (int r = 0; r < 32; ++r)
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t x = src.word(r, w);
+        for (int q = 0; q < 4; ++q) cell(t, uint32_t(32 * q + r), (op.d_tmem & 0xFFFF) + uint32_t(w)) = x;
+      }
+    mark_done(t, op.d_tmem & 0xFFFF, 4, op.seq);
+  }
+}
+// tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X: D (lane m, column n) = (accumulate ? D : 0) +
+// sum over K = 64 of A[m][k] SFA[m][k/16] B[n][k] SFB[n][k/16], A and B K-major E2M1, E4M3 scales,
+// fp32 accumulation. cta_group::1: M = 128 from this CTA. cta_group::2: M = 256; CTA v of the pair
+// supplies A rows 128v .. 128v + 127 and B rows vN/2 .. vN/2 + N/2 - 1 from its own shared memory at
+// the descriptors' addresses, holds SFA of its own rows and SFB of all N (which must be the same in
+// both), and receives D rows 128v .. in its lanes 0-127 at d_tmem.
+__device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
+  const int n_dim = int((op.i_desc >> 17) & 63) << 3, n_half = n_dim / int(op.group);
+  for (uint32_t v = 0; v < op.group; ++v) {
+    TmemStandIn& t = pair_tmem(issuer_sm, v);
+    const Operand a = operand(op, 0, v);
+    for (int m = 0; m < 128; ++m) {
+      float row[64];
+      scaled_row(a, m, scale_word(t, op.sfa & 0xFFFF, m), row);
+      for (int k = 0; k < 64; ++k) t.a_scaled[m][k] = row[k];
+    }
+    for (int n = 0; n < n_dim; ++n) {
+      const uint32_t sf = scale_word(t, op.sfb & 0xFFFF, n);
+      if (op.group == 2 && scale_word(pair_tmem(issuer_sm, 1 - v), op.sfb & 0xFFFF, n) != sf)
+        fail("the scale factors of B differ between the pair's CTAs (operation, row, column)", op.seq, n, op.sfb & 0xFFFF);
+      float bv[64];
+      scaled_row(operand(op, 1, uint32_t(n / n_half)), n % n_half, sf, bv);
+      for (int m = 0; m < 128; ++m) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 64; ++k) acc = fmaf(t.a_scaled[m][k], bv[k], acc);
+        uint32_t& d = cell(t, uint32_t(m), (op.d_tmem & 0xFFFF) + uint32_t(n));
+        d = __float_as_uint(op.accumulate ? __uint_as_float(d) + acc : acc);
+      }
+    }
+    mark_done(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq);
+  }
+}
+__device__ __forceinline__ void execute(const Op& op, uint32_t issuer_sm) {
+  verify_sources(op);
+  if (op.kind == kCp) execute_cp(op, issuer_sm);
+  else if (op.kind == kMma) execute_mma(op, issuer_sm);
+  else {
+    __threadfence();  // the TMEM stand-ins' words before the arrival
+    for (uint32_t r = 0; r < 32; ++r)
+      if ((op.cta_mask >> r) & 1) arrive_cluster(remote(op.bar, r));
+  }
+}
+// Runs the pending operations of the queue of SM `issuer_sm` up to `limit` (exclusive) whose delay has
+// expired, in order; stops at the first that is not ready. Returns with nothing done when another
+// thread holds the queue.
+__device__ __noinline__ void run_pending(uint32_t issuer_sm, uint32_t limit) {
+  Queue& q = g_queue[issuer_sm];
+  if (atomicCAS(&q.lock, 0, 1) != 0) return;
+  __threadfence();
+  for (uint32_t head = vol(q.head); head < limit; head = vol(q.head)) {
+    const Op op = q.ops[head % kQueue];
+    const uint64_t now = now_ns();
+    if (now < op.ready_ns || !(vol(q.issuer_waiting) || now >= op.issue_ns + kIdleIssuerNs)) break;
+    execute(op, issuer_sm);
+    __threadfence();
+    vol(q.head) = head + 1;
+    __threadfence();
+  }
+  atomicExch(&q.lock, 0);
+}
+// What a thread waiting on barrier `bar` (of this CTA) makes the tensor core do: in a lazy run, the
+// operations up to the commit that arrives there, if one is queued; in an eager run, every ready one.
+__device__ __forceinline__ void progress(uint32_t bar) {
+  TmemStandIn& own = sm_tmem();
+  const uint32_t rank = cluster_rank(), sms[2] = {sm_id(), vol(own.paired) ? vol(own.peer_sm) : kMaxSms};
+  for (uint32_t sm : sms) {
+    if (sm >= kMaxSms) continue;
+    Queue& q = g_queue[sm];
+    const uint32_t head = load_acquire(q.head), tail = load_acquire(q.tail);
+    uint32_t limit = head;
+    if (g_config.seed & 1) limit = tail;
+    else
+      for (uint32_t i = head; i < tail; ++i) {
+        const Op& op = q.ops[i % kQueue];
+        if (op.kind == kCommit && op.bar == bar && ((op.cta_mask >> rank) & 1)) {
+          limit = i + 1;
+          break;
+        }
+      }
+    if (limit > head) run_pending(sm, limit);
+  }
+}
+// Queues an operation of this CTA: its delay drawn from the seed, its sources' checksums taken and the
+// TMEM columns it writes marked now. A full queue first runs its oldest operation (the tensor core
+// may always be fast).
+__device__ __forceinline__ void enqueue(Op op) {
+  const uint32_t sm = sm_id();
+  Queue& q = g_queue[sm];
+  if (op.group == 2 && (op.issuer_rank & 1)) fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
+  if (op.group == 2 && !vol(g_tmem[sm].paired)) fail("a .cta_group::2 operation without a .cta_group::2 allocation (kind, rank)", op.kind, op.issuer_rank);
+  if (vol(q.issuer_thread) == kNoThread) vol(q.issuer_thread) = threadIdx.x;
+  if (vol(q.issuer_thread) != threadIdx.x) fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread, op.kind);
+  if (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) {
+    vol(q.issuer_waiting) = 1;
+    while (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) run_pending(sm, vol(q.head) + 1);
+    vol(q.issuer_waiting) = 0;
+  }
+  op.seq = vol(q.tail);
+  for (int which = 0; which < operand_count(op); ++which)
+    for (uint32_t v = 0; v < op.group; ++v) op.sum[which][v] = operand(op, which, v).checksum(op.lo[which][v], op.hi[which][v]);
+  const uint32_t written = op.kind == kMma ? ((op.i_desc >> 17) & 63) << 3 : op.kind == kCp ? 4 : 0;
+  for (uint32_t v = 0; v < op.group && written; ++v) mark_issued(pair_tmem(sm, v), op.d_tmem & 0xFFFF, written, op.seq);
+  const uint64_t delay = g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
+  op.issue_ns = now_ns();
+  op.ready_ns = op.issue_ns + delay;
+  q.ops[op.seq % kQueue] = op;
+  __threadfence();
+  vol(q.tail) = op.seq + 1;
+  __threadfence();
+}
+// A copy of `bytes` bytes into this CTA's shared memory at `dst` is about to be issued: nothing
+// pending may still read them.
+__device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t bytes, const char* what) {
+  TmemStandIn& own = sm_tmem();
+  const uint32_t rank = cluster_rank(), sms[2] = {sm_id(), vol(own.paired) ? vol(own.peer_sm) : kMaxSms};
+  for (uint32_t sm : sms) {
+    if (sm >= kMaxSms) continue;
+    Queue& q = g_queue[sm];
+    for (uint32_t i = load_acquire(q.head), tail = load_acquire(q.tail); i < tail; ++i) {
+      const Op& op = q.ops[i % kQueue];
+      for (int which = 0; which < operand_count(op); ++which)
+        for (uint32_t v = 0; v < op.group; ++v)
+          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, stage_of(dst), op.seq, op.kind);
+    }
+  }
+}
 }  // namespace emu
 
+// The waits of the sm_100a kernel: the time-out of ptx.cuh's, and while waiting, the emulated tensor
+// core's progress (above). The wait acquires at cluster scope: a pair's stand-ins may have been
+// written by a thread of the other CTA.
+__device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
+  emu::Queue& q = emu::g_queue[emu::sm_id()];
+  const bool issuer = emu::vol(q.issuer_thread) == threadIdx.x;
+  if (issuer) emu::vol(q.issuer_waiting) = 1;
+  long long start = 0;
+  while (!emu::try_wait_cluster(bar, parity)) {
+    emu::progress(bar);
+    if (start == 0) start = clock64();
+    else if (clock64() - start > kWaitTrapCycles) emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
+    __nanosleep(256);
+  }
+  if (issuer) emu::vol(q.issuer_waiting) = 0;
+}
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
+  emu::check_copy_destination(dst, 1, "TMA load into shared memory a pending operation still reads (stage, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
+  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (stage, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
 // tcgen05.alloc (+ relinquish_alloc_permit): warp-wide; the columns are placed at the top of the
-// 512, so a kernel that assumes address 0 instead of reading the slot back fails.
+// 512, so a kernel that assumes address 0 instead of reading the slot back fails. It starts the CTA's
+// queue afresh. cta_group::2: each CTA's warp allocates the same columns in its own TMEM, and waits
+// until the pair's other CTA has (through the pair record).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
+  static_assert(kCtaGroup == 1 || kCtaGroup == 2, ".cta_group is 1 or 2");
   emu::require_whole_warp("tcgen05.alloc by part of a warp");
-  emu::TmemStandIn& t = emu::sm_tmem();
+  const uint32_t sm = emu::sm_id();
+  emu::TmemStandIn& t = emu::g_tmem[sm];
   if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1))) emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
   if (emu::lane_id() == 0) {
-    volatile uint32_t* header = &t.base;
-    if (header[1]) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", header[0], header[1]);
-    header[0] = uint32_t(emu::kColumns - columns);
-    header[1] = uint32_t(columns);
+    if (emu::vol(t.columns)) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
+    emu::Queue& q = emu::g_queue[sm];
+    q.lock = 0, q.head = 0, q.tail = 0, q.issuer_thread = emu::kNoThread, q.issuer_waiting = 0;
+    for (int c = 0; c < emu::kColumns; ++c) t.issued[c] = t.done[c] = 0;
+    t.paired = 0;
+    if (kCtaGroup == 2) {
+      uint32_t cluster[4];
+      asm volatile("mov.u32 %0, %%clusterid.x; mov.u32 %1, %%clusterid.y; mov.u32 %2, %%clusterid.z; mov.u32 %3, %%nclusterid.x;"
+                   : "=r"(cluster[0]), "=r"(cluster[1]), "=r"(cluster[2]), "=r"(cluster[3]));
+      uint64_t grid;
+      asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
+      const uint32_t rank = emu::cluster_rank(), peer = rank ^ 1u;
+      const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
+      emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
+      const uint32_t record = smem_u32(&emu::g_pair_record);
+      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"(cluster_key ^ rank | 1ull) : "memory");
+      const uint32_t peer_record = emu::remote(record, peer);
+      uint64_t key = 0;
+      for (long long start = clock64(); key != (cluster_key ^ peer | 1ull);) {
+        asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
+        if (clock64() - start > kWaitTrapCycles) emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
+      }
+      const uint32_t peer_sm = emu::ld_cluster_u32(peer_record + 8), peer_columns = emu::ld_cluster_u32(peer_record + 12);
+      if (peer_columns != uint32_t(columns)) emu::fail("tcgen05.alloc.cta_group::2 with different column counts in the pair (columns, the other's)", columns, peer_columns);
+      t.peer_sm = peer_sm;
+      t.paired = 1;
+    }
+    emu::vol(t.base) = uint32_t(emu::kColumns - columns);
+    emu::vol(t.columns) = uint32_t(columns);
+    __threadfence();
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(uint32_t(emu::kColumns - columns)) : "memory");
   }
   __syncwarp();
 }
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
   emu::require_whole_warp("tcgen05.dealloc by part of a warp");
-  emu::TmemStandIn& t = emu::sm_tmem();
+  const uint32_t sm = emu::sm_id();
+  emu::TmemStandIn& t = emu::g_tmem[sm];
   __syncwarp();
   if (emu::lane_id() == 0) {
-    volatile uint32_t* header = &t.base;
-    if (taddr != header[0] || uint32_t(columns) != header[1]) emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
-    header[1] = 0;
+    if (taddr != emu::vol(t.base) || uint32_t(columns) != emu::vol(t.columns)) emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
+    if (emu::vol(t.paired) != uint32_t(kCtaGroup == 2)) emu::fail("tcgen05.dealloc with a .cta_group other than the allocation's (group, paired)", kCtaGroup, emu::vol(t.paired));
+    const uint32_t sms[2] = {sm, kCtaGroup == 2 ? emu::vol(t.peer_sm) : sm};
+    for (uint32_t s : sms) {
+      emu::Queue& q = emu::g_queue[s];
+      const uint32_t head = emu::vol(q.head), tail = emu::vol(q.tail);
+      if (head != tail) emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head, q.ops[head % emu::kQueue].kind);
+    }
+    emu::vol(t.columns) = 0;
   }
   __syncwarp();
 }
-// tcgen05.cp .32x128b.warpx4: row r (16 bytes) of the shared-memory matrix -> lanes r, r + 32,
-// r + 64, r + 96, four columns from taddr (bytes 4w .. 4w + 3 in column w).
+// tcgen05.cp .32x128b.warpx4 (see emu::execute_cp).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
-  const emu::SmemDesc d = emu::decode_smem_desc(desc);
   emu::require_lane_zero(taddr, "tcgen05.cp .32x128b.warpx4 not at lane 0 (lane, column)");
-  emu::TmemStandIn& t = emu::sm_tmem();
-  for (int r = 0; r < 32; ++r)
-    for (int w = 0; w < 4; ++w) {
-      const uint32_t v = emu::ld_shared_u32(emu::kmajor_address(d, r, 4 * w));
-      for (int q = 0; q < 4; ++q) emu::cell(t, uint32_t(32 * q + r), (taddr & 0xFFFF) + uint32_t(w)) = v;
-    }
+  emu::Op op{};
+  op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.desc[0] = desc, op.d_tmem = taddr;
+  emu::decode_smem_desc(desc);
+  emu::enqueue(op);
 }
-// tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X, cta_group::1: D (lane m, column n) = (enable
-// ? D : 0) + sum over K = 64 of A[m][k] SFA[m][k/16] B[n][k] SFB[n][k/16], A and B K-major E2M1 (two
-// per byte, low nibble first), E4M3 scales, fp32 accumulation. Only the descriptor fields the
-// kernel's shapes need are emulated; any other value traps.
+// tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X (see emu::execute_mma). Only the descriptor
+// fields the kernel's shapes need are emulated; any other value traps.
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
                                                   uint32_t sfb_tmem, uint32_t accumulate) {
-  const uint32_t m_dim = ((i_desc >> 27) & 3) << 7, n_dim = ((i_desc >> 17) & 63) << 3;
-  const uint32_t fixed = i_desc & ~((63u << 17) | (3u << 27));
-  if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128 || n_dim < 32 || n_dim % 32)
-    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128, N % 32 == 0)", i_desc, n_dim);
+  const uint32_t m_dim = ((i_desc >> 24) & 31) << 4, n_dim = ((i_desc >> 17) & 63) << 3;
+  const uint32_t fixed = i_desc & ~((63u << 17) | (31u << 24));
+  if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128u * kCtaGroup || n_dim < 16 || n_dim > 256 || n_dim % 16 || n_dim > 128u)
+    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)", i_desc, n_dim, m_dim);
   emu::require_lane_zero(d_tmem, "tcgen05.mma D not at lane 0 (lane, column)");
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
   emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
-  const emu::SmemDesc a = emu::decode_smem_desc(a_desc), b = emu::decode_smem_desc(b_desc);
-  emu::TmemStandIn& t = emu::sm_tmem();
-  for (int m = 0; m < 128; ++m) {
-    const uint32_t sf = emu::scale_word(t, sfa_tmem & 0xFFFF, m);
-    for (int byte = 0; byte < 32; ++byte) {
-      const uint32_t codes = emu::ld_shared_u8(emu::kmajor_address(a, m, byte));
-      const float scale = emu::e4m3_value((sf >> (8 * (byte / 8))) & 0xFF);
-      t.a_scaled[m][2 * byte] = emu::e2m1_value(codes & 15) * scale;
-      t.a_scaled[m][2 * byte + 1] = emu::e2m1_value(codes >> 4) * scale;
-    }
-  }
-  for (int n = 0; n < int(n_dim); ++n) {
-    const uint32_t sf = emu::scale_word(t, sfb_tmem & 0xFFFF, n);
-    float bv[64];
-#pragma unroll
-    for (int byte = 0; byte < 32; ++byte) {
-      const uint32_t codes = emu::ld_shared_u8(emu::kmajor_address(b, n, byte));
-      const float scale = emu::e4m3_value((sf >> (8 * (byte / 8))) & 0xFF);
-      bv[2 * byte] = emu::e2m1_value(codes & 15) * scale;
-      bv[2 * byte + 1] = emu::e2m1_value(codes >> 4) * scale;
-    }
-    for (int m = 0; m < 128; ++m) {
-      float acc = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 64; ++k) acc = fmaf(t.a_scaled[m][k], bv[k], acc);
-      uint32_t& d = emu::cell(t, uint32_t(m), (d_tmem & 0xFFFF) + uint32_t(n));
-      d = __float_as_uint(accumulate ? __uint_as_float(d) + acc : acc);
-    }
-  }
+  emu::Op op{};
+  op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank();
+  op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem, op.accumulate = accumulate;
+  emu::enqueue(op);
 }
+// tcgen05.commit .mbarrier::arrive::one: arrives on the barrier once every earlier operation of this
+// thread is complete. The multicast form arrives on the barrier at the same offset in each CTA of
+// cta_mask (bit r: cluster rank r).
+template <int kCtaGroup = 1>
+__device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
+  emu::Op op{};
+  op.kind = emu::kCommit, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.bar = bar, op.cta_mask = cta_mask;
+  emu::enqueue(op);
+}
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
-  __threadfence_block();
-  mbar_arrive(bar);
+  tcgen05_commit_multicast<kCtaGroup>(bar, uint16_t(1u << emu::cluster_rank()));
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }
 // tcgen05.ld .16x256b.x16 (+ wait::ld): warp-wide, lanes L .. L + 15 of the warp's quarter; repeat j,
-// register i of thread l: lane L + l / 4 + 8 (i / 2), column 8j + 2 (l % 4) + i % 2.
+// register i of thread l: lane L + l / 4 + 8 (i / 2), column 8j + 2 (l % 4) + i % 2. Every column read
+// must have been written, by an operation that has completed.
 __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
   emu::require_whole_warp("tcgen05.ld by part of a warp");
   if (__shfl_sync(0xFFFFFFFFu, taddr, 0) != taddr) emu::fail("tcgen05.ld address differs within the warp", taddr, 0);
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
   if (lane0 < 32 * quarter || lane0 + 16 > 32 * quarter + 32) emu::fail("tcgen05.ld outside the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
+  for (uint32_t c = column0; c < column0 + 128; ++c) {
+    const uint32_t issued = emu::vol(t.issued[c % emu::kColumns]), done = emu::vol(t.done[c % emu::kColumns]);
+    if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
+    if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
+  }
   const int l = emu::lane_id();
 #pragma unroll
   for (int j = 0; j < 16; ++j)
@@ -1330,6 +1685,12 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
       v[4 * j + i] = __uint_as_float(emu::cell(t, lane0 + uint32_t(l / 4 + 8 * (i / 2)), column0 + uint32_t(8 * j + 2 * (l % 4) + i % 2)));
 }
 }  // namespace sm100
+
+// The emulation's run-time settings (host side).
+inline cudaError_t configure_tcgen05_emulation(uint64_t seed, uint32_t max_delay_ns) {
+  const sm100::emu::Config config{seed, max_delay_ns};
+  return cudaMemcpyToSymbol(sm100::emu::g_config, &config, sizeof config);
+}
 }  // namespace nvfp4
 #line 6 "csrc/sm100/kernel.cuh"
 #else
@@ -1495,6 +1856,7 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
     const TileCoords tc = tile_coords(args, i);
     const int m = tc.g->m, n = tc.g->n;
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
+    __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     for (int half = 0; half < 2; ++half) {
       float v[64];
@@ -2132,6 +2494,16 @@ void nvfp4_plan_destroy(void* plan) {
 // ---- inspection, for tests and the dry run
 int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
+// The emulated tensor core's delays (drawn from seed, at most max_delay_ns) and mode (an even seed
+// lazy, an odd one eager); a CUDA error code, or -1 in a build without the emulation.
+int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
+#if NVFP4_TCGEN05_EMULATION
+  return int(nvfp4::configure_tcgen05_emulation(seed, max_delay_ns));
+#else
+  (void)seed, (void)max_delay_ns;
+  return -1;
+#endif
+}
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
 // grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), number of tiles; tiles and
 // cta_first_tile copied out (up to the given capacities).
@@ -2230,6 +2602,7 @@ def nvcc_flags(arch: int, target: str, emulate_tcgen05: bool = False) -> list[st
 
 
 EMULATION_ENV = "NVFP4_EMULATE_TCGEN05"  # =1: run the sm_100a kernel with tcgen05 emulated (an sm_90 GPU)
+EMULATION_SEED_ENV = "NVFP4_EMULATION_SEED"  # the emulated tensor core's delays (even: lazy, odd: eager); unset: random
 
 
 # ----------------------------------------------------------------------------- CUDA paths
@@ -2274,6 +2647,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_plan_destroy": (None, [c_void]),
         "nvfp4_arch": (c_int, []),
         "nvfp4_tcgen05_emulated": (c_int, []),
+        "nvfp4_emulation_configure": (c_int, [ctypes.c_uint64, ctypes.c_uint32]),
         "nvfp4_plan_launch_count": (c_int, [c_void]),
         "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
         "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
@@ -2352,6 +2726,18 @@ class KernelPath:
         self._graph_launch = self.lib.nvfp4_graph_launch
         self._workspace = None  # the workspace the plans share
         self._retired = []      # smaller workspaces it replaced, kept (see _shared_workspace)
+        if self.emulated:
+            seed = os.environ.get(EMULATION_SEED_ENV)
+            self.configure_emulation(int(seed) if seed else int.from_bytes(os.urandom(4), "little"))
+
+    def configure_emulation(self, seed: int, max_delay_ns: int = 20000) -> None:
+        """The emulated tensor core's run: each operation runs at most max_delay_ns after its issue, the
+        delays drawn from seed; an even seed runs operations lazily (only when a wait needs them), an
+        odd one eagerly. A detector's message names the seed, so that NVFP4_EMULATION_SEED reproduces it."""
+        rc = self.lib.nvfp4_emulation_configure(seed, max_delay_ns)
+        if rc:
+            raise RuntimeError(f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}")
+        self.emulation_seed = seed
 
     def __call__(self, data: input_t) -> output_t:
         abc, _, sf_reordered, sizes = data

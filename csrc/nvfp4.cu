@@ -68,6 +68,16 @@ void nvfp4_plan_destroy(void* plan) {
 // ---- inspection, for tests and the dry run
 int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
+// The emulated tensor core's delays (drawn from seed, at most max_delay_ns) and mode (an even seed
+// lazy, an odd one eager); a CUDA error code, or -1 in a build without the emulation.
+int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
+#if NVFP4_TCGEN05_EMULATION
+  return int(nvfp4::configure_tcgen05_emulation(seed, max_delay_ns));
+#else
+  (void)seed, (void)max_delay_ns;
+  return -1;
+#endif
+}
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
 // grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), number of tiles; tiles and
 // cta_first_tile copied out (up to the given capacities).

@@ -1,13 +1,18 @@
 """The sm_100a kernel on an sm_90 GPU with its tcgen05 instructions emulated (NVFP4_TCGEN05_EMULATION).
 
-Two layers: each emulated instruction alone against a direct computation of its PTX ISA
-definition (probe kernels in tests/cuda/tcgen05_probes.cu), then the whole B200 kernel, both of
-its variants, against the reference, including builds with a deliberately broken descriptor or
-scale column to show that the emulation catches that class of bug. Needs nvcc and an sm_90 GPU.
+Three layers: each emulated instruction alone, in one CTA and in a CTA pair (a cluster of 2),
+against a direct computation of its PTX ISA definition (probe kernels in
+tests/cuda/tcgen05_probes.cu); each ordering rule broken once, which the emulation's detectors
+must report; then the whole B200 kernel, both of its variants, against the reference under several
+seeds of the asynchronous tensor core, including builds with a deliberately broken layout (a wrong
+result) or synchronization (a detector's trap). A trap ends the CUDA context, so those run in a
+fresh process. Needs nvcc and an sm_90 GPU.
 """
 import ctypes
 import shutil
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -26,21 +31,39 @@ ON_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9
 pytestmark = pytest.mark.skipif(not (ON_SM90 and shutil.which("nvcc")), reason="needs nvcc and an sm_90 GPU")
 
 
+LAZY_SEED = 2  # the detectors' tests: every operation stays pending until a wait needs it
+SEEDS = (2, 3, 8)  # lazy, eager, lazy with other delays
+
+
 @pytest.fixture(scope="module")
 def probes():
     from nvcc_build import build_probes
 
-    return build_probes(ROOT / "tests" / "cuda" / "tcgen05_probes.cu")
+    lib = build_probes(ROOT / "tests" / "cuda" / "tcgen05_probes.cu")
+    lib.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]
+    assert lib.probe_configure(LAZY_SEED, 20000) == 0
+    return lib
 
 
-def call(fn, *args):
-    pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-    rc = fn(*[ctypes.c_void_p(p) if isinstance(a, torch.Tensor) else ctypes.c_int(p) for a, p in zip(args, pointers)])
-    assert rc == 0, f"probe failed with CUDA error {rc}"
+def in_fresh_process(code: str) -> tuple[int, str]:
+    """Runs `code` in a new Python process (tools/ and tests/ importable), which a trap may end; its
+    exit status and its output (a device printf goes to stdout)."""
+    prelude = f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tools')!r}, {str(ROOT / 'tests')!r}]\n"
+    proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return proc.returncode, proc.stdout + proc.stderr
 
 
-def words(t: torch.Tensor) -> np.ndarray:
-    return t.cpu().numpy().view(np.uint32)
+def probe_in_fresh_process(call: str, **tensors: str) -> tuple[int, str]:
+    """A probe call in a fresh process with the lazy seed, which prints its status: `call` names
+    `probes` and, in braces, the tensors given as keyword arguments (each the expression that makes
+    it, kept alive through the call)."""
+    lines = ["import ctypes, torch", "from pathlib import Path", "from nvcc_build import build_probes",
+             'probes = build_probes(Path("tests/cuda/tcgen05_probes.cu"))',
+             "probes.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]",
+             f"assert probes.probe_configure({LAZY_SEED}, 20000) == 0"]
+    lines += [f"{name} = {expression}" for name, expression in tensors.items()]
+    lines.append(f"print('probe status', {call.format(**{name: f'ctypes.c_void_p({name}.data_ptr())' for name in tensors})})")
+    return in_fresh_process("\n".join(lines))
 
 
 # ----------------------------------------------------------------------------- one instruction at a time
@@ -94,30 +117,107 @@ def finite_e4m3(shape, gen) -> np.ndarray:
 
 
 @pytest.mark.parametrize("k_slice,accumulate", [(0, 0), (1, 1), (3, 1)])
-def test_mma_mxf4nvf4_block16_against_its_definition(probes, k_slice, accumulate):
+def test_mma_mxf4nvf4_block16_runs_after_issue_and_matches_its_definition(probes, k_slice, accumulate):
     gen = np.random.default_rng(k_slice * 7 + accumulate)
     a, b = (gen.integers(0, 256, (128, 128), dtype=np.uint8) for _ in range(2))
     sfa, sfb = finite_e4m3(512, gen), finite_e4m3(512, gen)
     d_in = gen.standard_normal((128, 128)).astype(np.float32)
-    out = torch.full((128, 128), float("nan"), device="cuda")
+    before, out = (torch.full((128, 128), float("nan"), device="cuda") for _ in range(2))
     dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
-    call(probes.probe_mma, dev(swizzle_128b(a)), dev(swizzle_128b(b)), dev(sfa), dev(sfb), k_slice, accumulate, dev(d_in), out)
+    call(probes.probe_mma, dev(swizzle_128b(a)), dev(swizzle_128b(b)), dev(sfa), dev(sfb), k_slice, accumulate, dev(d_in), before, out)
+    np.testing.assert_array_equal(before.cpu().numpy(), d_in)  # issued, not yet run: nothing waited for its commit
 
-    def operand(codes, atom):  # the 64 K elements of the slice (low nibble first), each times its block's scale
-        packed = codes[:, 32 * k_slice: 32 * k_slice + 32]
-        values = np.stack((e2m1_to_float(packed & 0xF), e2m1_to_float(packed >> 4)), axis=-1).reshape(128, 64)
-        return values * np.repeat(atom_scales(atom), 16, axis=1)
-
-    products = operand(a, sfa) @ operand(b, sfb).T
-    expected = products + (d_in if accumulate else 0.0)
-    bound = 1e-6 * (np.abs(operand(a, sfa)) @ np.abs(operand(b, sfb)).T + np.abs(d_in))
-    np.testing.assert_array_less(np.abs(out.cpu().numpy() - expected), bound + 1e-30)
+    assert_mma_result(out.cpu().numpy(), operand(a, sfa, k_slice), operand(b, sfb, k_slice), d_in, accumulate)
 
 
-def test_commit_arrives_on_the_mbarrier(probes):
-    out = torch.full((2,), -1, dtype=torch.int32, device="cuda")
+def operand(codes: np.ndarray, atom: np.ndarray, k_slice: int) -> np.ndarray:
+    """The 64 K elements of the slice (low nibble first) of each row, each times its block's scale (rows < 128)."""
+    packed = codes[:, 32 * k_slice: 32 * k_slice + 32]
+    values = np.stack((e2m1_to_float(packed & 0xF), e2m1_to_float(packed >> 4)), axis=-1).reshape(len(codes), 64)
+    return values * np.repeat(atom_scales(atom)[: len(codes)], 16, axis=1)
+
+
+def assert_mma_result(got: np.ndarray, a: np.ndarray, b: np.ndarray, d_in: np.ndarray, accumulate: int) -> None:
+    expected = a @ b.T + (d_in if accumulate else 0.0)
+    bound = 1e-6 * (np.abs(a) @ np.abs(b).T + np.abs(d_in))
+    np.testing.assert_array_less(np.abs(got - expected), bound + 1e-30)
+
+
+def test_commit_arrives_only_once_a_wait_runs_the_queue(probes):
+    out = torch.full((3,), -1, dtype=torch.int32, device="cuda")
     call(probes.probe_commit, out)
-    assert out.tolist() == [0, 1]
+    assert out.tolist() == [0, 0, 1]
+
+
+# ----------------------------------------------------------------------------- each ordering rule, broken
+DETECTORS = {
+    0: "tcgen05.ld of TMEM columns a queued operation has not yet written",
+    1: "tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc",
+    2: "the A operand of a tcgen05.mma changed in shared memory between its issue and its execution",
+    3: "bulk copy into shared memory a pending operation still reads",
+    4: "tcgen05.dealloc with operations pending",
+}
+
+
+@pytest.mark.parametrize("rule", list(DETECTORS), ids=list(DETECTORS.values()))
+def test_a_broken_ordering_rule_traps_with_the_detectors_message(rule):
+    status, output = probe_in_fresh_process(f"probes.probe_detector({rule}, {{source}})", source="torch.zeros(1024, dtype=torch.uint8, device='cuda')")
+    assert DETECTORS[rule] in output and f"seed {LAZY_SEED})" in output, output[-3000:]
+    assert "probe status 0" not in output
+
+
+# ----------------------------------------------------------------------------- CTA pairs (.cta_group::2)
+def test_pair_alloc_gives_both_ctas_the_same_columns(probes):
+    out = torch.zeros(2, dtype=torch.int32, device="cuda")
+    call(probes.probe_pair_alloc, torch.tensor([256, 256], dtype=torch.int32, device="cuda"), out)
+    first, second = words(out)
+    assert first == second and first >> 16 == 0 and (first & 0xFFFF) + 256 <= 512
+
+
+def test_pair_alloc_of_different_column_counts_traps():
+    status, output = probe_in_fresh_process("probes.probe_pair_alloc({columns}, {out})", columns="torch.tensor([256, 128], dtype=torch.int32, device='cuda')",
+                                            out="torch.zeros(2, dtype=torch.int32, device='cuda')")
+    assert "tcgen05.alloc.cta_group::2 with different column counts in the pair" in output, output[-3000:]
+
+
+@pytest.mark.parametrize("column", [0, 260])
+def test_pair_cp_puts_each_ctas_own_rows_in_its_own_tmem(probes, column):
+    atoms = torch.randint(0, 256, (2, 512), dtype=torch.uint8, device="cuda")
+    out = torch.zeros(2, 128 * 4, dtype=torch.int32, device="cuda")
+    call(probes.probe_pair_cp, atoms, column, out)
+    for v in range(2):
+        rows = atoms[v].cpu().numpy().reshape(32, 16).view("<u4")
+        np.testing.assert_array_equal(words(out[v]).reshape(128, 4), np.concatenate([rows] * 4))
+
+
+def run_pair_mma(probes, k_slice: int, accumulate: int, swap: bool):
+    """The pair probe on random full-range operands; (D of each CTA, barrier phases, A halves, B, SFA atoms, SFB atom, d_in)."""
+    gen = np.random.default_rng(100 + k_slice)
+    a = gen.integers(0, 256, (2, 128, 128), dtype=np.uint8)      # A rows 128v.. in CTA v
+    b = gen.integers(0, 256, (2, 64, 128), dtype=np.uint8)       # B rows 64v.. in CTA v
+    sfa, sfb = finite_e4m3((2, 512), gen), finite_e4m3(512, gen)
+    d_in = gen.standard_normal((2, 128, 128)).astype(np.float32)
+    dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
+    out = torch.full((2, 128, 128), float("nan"), device="cuda")
+    phases = torch.full((2, 2), -1, dtype=torch.int32, device="cuda")
+    images_a, images_b = np.stack([swizzle_128b(x) for x in a]), np.stack([swizzle_128b(x) for x in b])
+    call(probes.probe_pair_mma, dev(images_a), dev(images_b), dev(sfa), dev(sfb), k_slice, accumulate, dev(d_in), int(swap), out, phases)
+    return out.cpu().numpy(), phases.cpu().numpy(), a, np.concatenate(b), sfa, sfb, d_in
+
+
+@pytest.mark.parametrize("k_slice,accumulate", [(0, 0), (2, 1)])
+def test_pair_mma_with_multicast_commit_against_its_definition(probes, k_slice, accumulate):
+    out, phases, a, b, sfa, sfb, d_in = run_pair_mma(probes, k_slice, accumulate, swap=False)
+    assert phases.tolist() == [[0, 1], [0, 1]]  # pending until a wait ran it; then arrived in both CTAs
+    for v in range(2):  # CTA v: D rows 128v.. = its A rows with its SFA, times all of B with SFB
+        assert_mma_result(out[v], operand(a[v], sfa[v], k_slice), operand(b, sfb, k_slice), d_in[v], accumulate)
+
+
+def test_pair_mma_with_the_halves_swapped_fails_the_comparison(probes):
+    out, _, a, b, sfa, sfb, d_in = run_pair_mma(probes, 0, 0, swap=True)
+    with pytest.raises(AssertionError):
+        for v in range(2):
+            assert_mma_result(out[v], operand(a[v], sfa[v], 0), operand(b, sfb, 0), d_in[v], 0)
 
 
 # ----------------------------------------------------------------------------- the whole sm_100a kernel
@@ -136,7 +236,8 @@ def path(request):
     return emulated_path(torch.cuda.get_device_properties(0).multi_processor_count if request.param == "single-tile" else 2)
 
 
-def run_poisoned(path, data):
+def run_poisoned(path, data, seed: int = LAZY_SEED):
+    path.configure_emulation(seed)
     data = clone_data(data)
     for _, _, c in data[0]:
         c.fill_(float("nan"))
@@ -145,32 +246,36 @@ def run_poisoned(path, data):
     return out, data
 
 
-def check(path, data):
-    """Poisoned outputs against the exact product; and the kernel variant is the one the fixture names."""
+def check(path, data, seed: int):
+    """Poisoned outputs against the exact product under the seed; and the kernel variant is the one the fixture names."""
     for ctas, tiles, persistent, fixed_n8 in launches(path, data):
         assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0
-    out, data = run_poisoned(path, data)
+    out, data = run_poisoned(path, data, seed)
     assert_matches_exact(out, data)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", read_cases(str(ROOT / "task.yml"), "tests", None), ids=lambda c: c.spec)
-def test_official_tests(path, case):
-    check(path, generate_input(**case.args))
+def test_official_tests(path, case, seed):
+    check(path, generate_input(**case.args), seed)
 
 
 @pytest.mark.parametrize("m,n,k", [
     ((96, 300), (128, 256), (256, 512)),       # full-range codes and scales
     ((1, 7, 13, 129), (128, 256, 136, 128), (256, 512, 256, 768)),   # M = 1, M and N not multiples of 8 / 128
     ((0, 64), (128, 256), (256, 256)),         # an empty group
+    ((128,), (128,), (2048,)),                 # more K blocks than stages: the ring wraps within a tile
 ])
-def test_full_range_small_and_odd_shapes(path, m, n, k):
-    check(path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 3))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_full_range_small_and_odd_shapes(path, m, n, k, seed):
+    check(path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 3), seed)
 
 
-def test_sixty_four_groups(path):
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sixty_four_groups(path, seed):
     g = 64
     m = tuple(8 * (i % 9) + 1 + i % 5 for i in range(g))
-    check(path, generate_full_range_input(m, (128,) * g, (256,) * g, g, seed=64))
+    check(path, generate_full_range_input(m, (128,) * g, (256,) * g, g, seed=64), seed)
 
 
 # ----------------------------------------------------------------------------- it catches layout bugs
@@ -184,11 +289,45 @@ BROKEN = {
 def test_a_deliberately_broken_layout_fails(bug):
     from nvcc_build import replacing
 
-    path = emulated_path(8, replacing(*BROKEN[bug]))
+    path = emulated_path(8, replacing(BROKEN[bug]))
     data = generate_input((128, 64), (256, 128), (512, 256), 2, seed=3)
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):
         assert_matches_exact(out, data)
+
+
+# ----------------------------------------------------------------------------- it catches synchronization bugs
+EPILOGUE_WAIT = "    mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);\n"
+RELEASE = "      tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it\n"
+STAGE_LOADED = "      mbar_wait_or_trap(bars.tma(stage), tma_phase);\n      tcgen05_fence_after_sync();\n"
+PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), problem (m, n, k), the detector's message
+    "the epilogue reads the accumulator without waiting for its commit": (
+        [(EPILOGUE_WAIT, "")], 2, ((256, 128), (256, 128), (512, 256)), "tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc"),
+    "the producer reuses a stage before the MMAs read it (the release committed before them)": (
+        [(RELEASE, ""), (STAGE_LOADED, STAGE_LOADED + RELEASE)], 2, ((128,), (256,), (2048,)),
+        "TMA load into shared memory a pending operation still reads"),
+    "the single-tile kernel without its completion wait (a fresh barrier's previous phase)": (
+        [("  uint32_t mainloop_phase = 0;\n", "  uint32_t mainloop_phase = kPersistent ? 0 : 1;\n")], 148, ((128, 64), (256, 128), (512, 256)),
+        "tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc"),
+}
+
+
+@pytest.mark.parametrize("bug", list(PLANTED))
+def test_a_planted_synchronization_bug_traps_with_the_detectors_message(bug):
+    edits, ctas, (m, n, k), message = PLANTED[bug]
+    status, output = in_fresh_process(f"""
+        import torch, submission
+        from nvcc_build import load, replacing
+        from reference import generate_input
+        path = submission.KernelPath(load(100, emulate_tcgen05=True, overrides=replacing(*{edits!r})), torch.device("cuda"))
+        path.num_sms = {ctas}
+        path.configure_emulation({LAZY_SEED})
+        path(generate_input({m}, {n}, {k}, {len(m)}, seed=5))
+        torch.cuda.synchronize()
+        print("no trap")
+    """)
+    assert message in output and f"seed {LAZY_SEED})" in output, output[-3000:]
+    assert status != 0 and "no trap" not in output
 
 
 # ----------------------------------------------------------------------------- the first-use self-check

@@ -5,8 +5,8 @@
 Fails on a compile error, a register spill or a stack frame in any kernel, or when ptxas reports
 that it serialized the wgmma pipeline (its "Potential Performance Loss" notes C7510-C7520: the
 kernel stays correct but each wgmma waits for the previous one). Also compiles the test
-build of the sm_100a kernel with tcgen05 emulated for sm_90a (it must compile; its emulation code
-may use a stack). Then, with toolkits from the package registry (tools/cuda_toolkits.py): the
+build of the sm_100a kernel with tcgen05 emulated for sm_90a and the emulation's probe kernels
+(they must compile; emulation code may use a stack). Then, with toolkits from the package registry (tools/cuda_toolkits.py): the
 source against the CUDA 12.8 headers (host code and PTX; the 12.8 wheels have no nvcc driver,
 so no machine code), and the same full checks with the CUDA 13.1 nvcc. Needs nvcc (13.0 or
 newer), no GPU. The libraries and ptxas logs stay in build/ (the tests reuse them).
@@ -17,7 +17,7 @@ import shutil
 import sys
 
 from cuda_toolkits import Toolkit, fetch
-from nvcc_build import MACHINE_TOOLKIT, build, included_headers, submission
+from nvcc_build import MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library, submission
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")
@@ -63,6 +63,11 @@ def check_emulation_build() -> list[str]:
         return [str(e)]
     registers = ", ".join(re.findall(r"Used (\d+) registers", log))
     print(f"sm_100a kernel with tcgen05 emulated (sm_90a test build): compiles, registers {registers}", flush=True)
+    try:
+        probe_library(ROOT / "tests" / "cuda" / "tcgen05_probes.cu")
+    except RuntimeError as e:
+        return [str(e)]
+    print("tcgen05 emulation probes (tests/cuda/tcgen05_probes.cu): compile", flush=True)
     return []
 
 

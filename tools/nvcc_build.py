@@ -32,13 +32,17 @@ def sources(overrides: dict[str, str] | None = None) -> dict[str, str]:
     return {**found, **(overrides or {})}
 
 
-def replacing(old: str, new: str) -> dict[str, str]:
-    """Overrides that replace the one occurrence of `old` in csrc/ by `new` (for deliberately broken builds)."""
-    holders = {name: text for name, text in sources().items() if old in text}
-    if len(holders) != 1 or next(iter(holders.values())).count(old) != 1:
-        raise ValueError(f"{old!r} occurs {sum(t.count(old) for t in holders.values())} times in csrc/, not once")
-    name, text = next(iter(holders.items()))
-    return {name: text.replace(old, new)}
+def replacing(*edits: tuple[str, str]) -> dict[str, str]:
+    """Overrides that replace, for each (old, new) of `edits` in turn, the one occurrence of `old` in
+    csrc/ by `new` (for deliberately broken builds)."""
+    texts = sources()
+    changed = {}
+    for old, new in edits:
+        holders = [name for name, text in texts.items() if old in text]
+        if len(holders) != 1 or texts[holders[0]].count(old) != 1:
+            raise ValueError(f"{old!r} occurs {sum(t.count(old) for t in texts.values())} times in csrc/, not once")
+        texts[holders[0]] = changed[holders[0]] = texts[holders[0]].replace(old, new)
+    return changed
 
 
 def source_tree(overrides: dict[str, str] | None) -> tuple[Path, str]:
@@ -107,6 +111,11 @@ def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, ov
 
 
 def build_probes(probe_source: Path) -> ctypes.CDLL:
+    """The library of test kernels `probe_source` (see probe_library), loaded."""
+    return ctypes.CDLL(str(probe_library(probe_source)))
+
+
+def probe_library(probe_source: Path) -> Path:
     """A library of test kernels (`probe_source`, which includes the csrc/ headers it needs), built
     as the tcgen05 emulation build (NVFP4_ARCH=100 for sm_90a)."""
     _, source_digest = source_tree(None)
@@ -116,4 +125,4 @@ def build_probes(probe_source: Path) -> ctypes.CDLL:
     lib = BUILD / f"lib{probe_source.stem}_{digest}.so"
     if not lib.exists():
         _nvcc("nvcc", ["-shared", "-Xcompiler", "-fPIC", *flags, f"-I{CSRC}", str(probe_source)], lib, probe_source.name)
-    return ctypes.CDLL(str(lib))
+    return lib

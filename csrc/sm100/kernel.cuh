@@ -107,6 +107,7 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
     const TileCoords tc = tile_coords(args, i);
     const int m = tc.g->m, n = tc.g->n;
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
+    __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     for (int half = 0; half < 2; ++half) {
       float v[64];
