@@ -66,6 +66,16 @@ def probe_in_fresh_process(call: str, **tensors: str) -> tuple[int, str]:
     return in_fresh_process("\n".join(lines))
 
 
+def call(fn, *args):
+    pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+    rc = fn(*[ctypes.c_void_p(p) if isinstance(a, torch.Tensor) else ctypes.c_int(p) for a, p in zip(args, pointers)])
+    assert rc == 0, f"probe failed with CUDA error {rc}"
+
+
+def words(t: torch.Tensor) -> np.ndarray:
+    return t.cpu().numpy().view(np.uint32)
+
+
 # ----------------------------------------------------------------------------- one instruction at a time
 @pytest.mark.parametrize("columns", [32, 256, 512])
 def test_alloc_writes_an_address_inside_tmem_and_dealloc_frees_it(probes, columns):
