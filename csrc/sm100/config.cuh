@@ -50,8 +50,9 @@ __device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
 }
 // A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
 __device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
-// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N = kBlockN, M = 128.
-constexpr uint32_t kInstrDesc = (1u << 7) | (1u << 10) | (uint32_t(kBlockN) >> 3 << 17) | (uint32_t(128) >> 7 << 27);
+// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22 (N =
+// kBlockN), M >> 4 at bits 24-28 (M = 128).
+constexpr uint32_t kInstrDesc = (1u << 7) | (1u << 10) | (uint32_t(kBlockN) >> 3 << 17) | (uint32_t(128) >> 4 << 24);
 
 __device__ __forceinline__ bool elect_one() {
   uint32_t pred = 0;

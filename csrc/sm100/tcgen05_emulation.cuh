@@ -22,8 +22,10 @@
 //     the allocation;
 //   - an operation whose shared-memory source changed between its issue and its execution;
 //   - a TMA or bulk copy into shared memory a pending operation still reads;
+//   - an MMA reading scale or accumulator columns nothing has written;
 //   - tcgen05.dealloc with operations pending; plus the layout checks (allocation bounds, lane
-//     quarters, scale duplication, descriptor fields).
+//     quarters, scale duplication, unsigned scales, descriptor fields).
+// Not checked: the tcgen05 fences (they are __threadfence_block here), relinquish_alloc_permit.
 //
 // TMEM is a per-SM array in global memory (every kernel emulated here runs one CTA per SM).
 // CTA pairs (.cta_group::2) are clusters of 2 on the H200: a pair's operations are queued by its
@@ -31,7 +33,8 @@
 // distributed shared memory and arriving on barriers through mapa addresses. sm_100-only forms of
 // sm_90 features use their sm_90 equivalents: .shared::cluster destinations for bulk copies, no
 // .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
-// docs/TCGEN05.md gives the readings taken where the ISA is silent.
+// docs/TCGEN05.md gives the readings taken where the ISA is silent. The .cta_group::2 forms exist only
+// here so far: tcgen05.cuh gains them with the first kernel that uses them.
 #include "config.cuh"
 #include "../ptx.cuh"
 
@@ -72,6 +75,7 @@ struct Queue {
   int lock;
   uint32_t head, tail;                     // operations head .. tail - 1 are pending; sequence number = position
   uint32_t issuer_thread, issuer_waiting;  // the one thread that issues (kNoThread: none yet), and whether it waits now
+  uint64_t last_issue_ns;                  // when it last issued
   Op ops[kQueue];
 };
 constexpr uint32_t kNoThread = 0xFFFFFFFFu;
@@ -156,14 +160,14 @@ __device__ __forceinline__ uint32_t& cell(TmemStandIn& t, uint32_t lane, uint32_
 }
 // Writes of operation `seq` to columns [column, column + count): issued, then executed.
 __device__ __forceinline__ void mark_issued(TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq) {
-  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c % kColumns]) = seq + 1;
+  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c]) = seq + 1;
 }
 __device__ __forceinline__ void mark_done(TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq) {
-  for (uint32_t c = column; c < column + count; ++c) vol(t.done[c % kColumns]) = seq + 1;
+  for (uint32_t c = column; c < column + count; ++c) vol(t.done[c]) = seq + 1;
 }
 // For code that writes TMEM words directly (the probes): the columns count as written.
 __device__ __forceinline__ void mark_written(TmemStandIn& t, uint32_t column, uint32_t count) {
-  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c % kColumns]) = vol(t.done[c % kColumns]) = 0xFFFFFFFFu;
+  for (uint32_t c = column; c < column + count; ++c) vol(t.issued[c]) = vol(t.done[c]) = 0xFFFFFFFFu;
 }
 
 // Shared-memory matrix descriptor (tcgen05 form): start, LBO and SBO in 16-byte units at bits 0, 16
@@ -211,11 +215,12 @@ __device__ __forceinline__ float e2m1_value(uint32_t code) {
   const float magnitude = e ? ldexpf(1.0f + 0.5f * float(m), int(e) - 1) : 0.5f * float(m);
   return code & 8 ? -magnitude : magnitude;
 }
-__device__ __forceinline__ float e4m3_value(uint32_t byte) {
+// kind::mxf4nvf4's scale type is ue4m3: E4M3 without a sign. A byte with bit 7 set traps.
+__device__ __forceinline__ float ue4m3_value(uint32_t byte) {
+  if (byte & 0x80) fail("a scale factor with bit 7 set (ue4m3 has no sign) (byte, 0)", byte, 0);
   const uint32_t e = (byte >> 3) & 15, m = byte & 7;
   if (e == 15 && m == 7) return __int_as_float(0x7FC00000);
-  const float magnitude = e ? ldexpf(1.0f + float(m) / 8.0f, int(e) - 7) : ldexpf(float(m) / 8.0f, -6);
-  return byte & 0x80 ? -magnitude : magnitude;
+  return e ? ldexpf(1.0f + float(m) / 8.0f, int(e) - 7) : ldexpf(float(m) / 8.0f, -6);
 }
 // scale_vec::4X scales of row r (< 128) of an operand: lane r, column `column` + r / 32, byte j for K
 // elements 16j .. 16j + 15. The ISA requires the same words in all four lane quarters: checked.
@@ -230,10 +235,15 @@ __device__ __forceinline__ void scaled_row(const Operand& op, int row, uint32_t 
 #pragma unroll
   for (int w = 0; w < 8; ++w) {
     const uint32_t codes = op.word(row, w);
-    const float scale = e4m3_value((sf >> (8 * (w / 2))) & 0xFF);
+    const float scale = ue4m3_value((sf >> (8 * (w / 2))) & 0xFF);
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[8 * w + i] = e2m1_value((codes >> (4 * i)) & 15) * scale;
   }
+}
+// An MMA reads these columns: something must have written them, and have run.
+__device__ __forceinline__ void require_written(const TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq, const char* what) {
+  for (uint32_t c = column; c < column + count; ++c)
+    if (c >= uint32_t(kColumns) || *reinterpret_cast<const volatile uint32_t*>(&t.done[c]) == 0) fail(what, seq, c);
 }
 __device__ __forceinline__ void require_lane_zero(uint32_t taddr, const char* what) {
   if (taddr >> 16) fail(what, taddr >> 16, taddr & 0xFFFF);
@@ -259,10 +269,8 @@ __device__ __forceinline__ void verify_sources(const Op& op) {
     for (uint32_t v = 0; v < op.group; ++v) {
       uint32_t lo, hi;
       if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
-        fail(op.kind == kMma ? (which == 0 ? "the A operand of a tcgen05.mma changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)"
-                                           : "the B operand of a tcgen05.mma changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)")
-                             : "the source of a tcgen05.cp changed in shared memory between its issue and its execution (operation, stage, CTA of the pair)",
-             op.seq, stage_of(op.lo[which][v]), v);
+        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, stage, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
+             op.seq, stage_of(op.lo[which][v]), uint32_t(which) + 2 * v);
     }
 }
 // tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
@@ -289,6 +297,9 @@ __device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
   const int n_dim = int((op.i_desc >> 17) & 63) << 3, n_half = n_dim / int(op.group);
   for (uint32_t v = 0; v < op.group; ++v) {
     TmemStandIn& t = pair_tmem(issuer_sm, v);
+    require_written(t, op.sfa & 0xFFFF, 4, op.seq, "a tcgen05.mma reads A scale columns nothing has written (operation, column)");
+    require_written(t, op.sfb & 0xFFFF, uint32_t(n_dim + 31) / 32, op.seq, "a tcgen05.mma reads B scale columns nothing has written (operation, column)");
+    if (op.accumulate) require_written(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq, "a tcgen05.mma accumulates into columns nothing has written (operation, column)");
     const Operand a = operand(op, 0, v);
     for (int m = 0; m < 128; ++m) {
       float row[64];
@@ -332,7 +343,14 @@ __device__ __noinline__ void run_pending(uint32_t issuer_sm, uint32_t limit) {
   for (uint32_t head = vol(q.head); head < limit; head = vol(q.head)) {
     const Op op = q.ops[head % kQueue];
     const uint64_t now = now_ns();
-    if (now < op.ready_ns || !(vol(q.issuer_waiting) || now >= op.issue_ns + kIdleIssuerNs)) break;
+    if (now < op.ready_ns || !(vol(q.issuer_waiting) || now >= *reinterpret_cast<volatile uint64_t*>(&q.last_issue_ns) + kIdleIssuerNs)) break;
+    if (op.kind == kCommit) {  // done with the queue before the arrival: an arrival may let its CTA deallocate and exit
+      vol(q.head) = head + 1;
+      __threadfence();
+      atomicExch(&q.lock, 0);
+      execute(op, issuer_sm);
+      return;
+    }
     execute(op, issuer_sm);
     __threadfence();
     vol(q.head) = head + 1;
@@ -340,12 +358,20 @@ __device__ __noinline__ void run_pending(uint32_t issuer_sm, uint32_t limit) {
   }
   atomicExch(&q.lock, 0);
 }
+// The SMs whose queues may write this CTA's TMEM or read its shared memory: its own, and in a pair
+// the other CTA's (kMaxSms: none).
+struct QueueSms { uint32_t sm[2]; };
+__device__ __forceinline__ QueueSms queues_of_this_cta() {
+  const uint32_t sm = sm_id();
+  const TmemStandIn& own = g_tmem[sm];
+  const bool paired = *reinterpret_cast<const volatile uint32_t*>(&own.columns) && *reinterpret_cast<const volatile uint32_t*>(&own.paired);
+  return QueueSms{{sm, paired ? *reinterpret_cast<const volatile uint32_t*>(&own.peer_sm) : uint32_t(kMaxSms)}};
+}
 // What a thread waiting on barrier `bar` (of this CTA) makes the tensor core do: in a lazy run, the
 // operations up to the commit that arrives there, if one is queued; in an eager run, every ready one.
 __device__ __forceinline__ void progress(uint32_t bar) {
-  TmemStandIn& own = sm_tmem();
-  const uint32_t rank = cluster_rank(), sms[2] = {sm_id(), vol(own.paired) ? vol(own.peer_sm) : kMaxSms};
-  for (uint32_t sm : sms) {
+  const uint32_t rank = cluster_rank();
+  for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
     const uint32_t head = load_acquire(q.head), tail = load_acquire(q.tail);
@@ -369,7 +395,7 @@ __device__ __forceinline__ void enqueue(Op op) {
   const uint32_t sm = sm_id();
   Queue& q = g_queue[sm];
   if (op.group == 2 && (op.issuer_rank & 1)) fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
-  if (op.group == 2 && !vol(g_tmem[sm].paired)) fail("a .cta_group::2 operation without a .cta_group::2 allocation (kind, rank)", op.kind, op.issuer_rank);
+  if (op.group != 1 + vol(g_tmem[sm].paired)) fail("an operation of a .cta_group other than the allocation's (kind, group, paired)", op.kind, op.group, vol(g_tmem[sm].paired));
   if (vol(q.issuer_thread) == kNoThread) vol(q.issuer_thread) = threadIdx.x;
   if (vol(q.issuer_thread) != threadIdx.x) fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread, op.kind);
   if (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) {
@@ -381,10 +407,16 @@ __device__ __forceinline__ void enqueue(Op op) {
   for (int which = 0; which < operand_count(op); ++which)
     for (uint32_t v = 0; v < op.group; ++v) op.sum[which][v] = operand(op, which, v).checksum(op.lo[which][v], op.hi[which][v]);
   const uint32_t written = op.kind == kMma ? ((op.i_desc >> 17) & 63) << 3 : op.kind == kCp ? 4 : 0;
-  for (uint32_t v = 0; v < op.group && written; ++v) mark_issued(pair_tmem(sm, v), op.d_tmem & 0xFFFF, written, op.seq);
+  for (uint32_t v = 0; v < op.group && written; ++v) {
+    TmemStandIn& t = pair_tmem(sm, v);
+    const uint32_t column = op.d_tmem & 0xFFFF;
+    if (column < vol(t.base) || column + written > vol(t.base) + vol(t.columns)) fail("an operation writing TMEM columns outside the allocation (kind, first column, columns)", op.kind, column, written);
+    mark_issued(t, column, written, op.seq);
+  }
   const uint64_t delay = g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
   op.issue_ns = now_ns();
   op.ready_ns = op.issue_ns + delay;
+  *reinterpret_cast<volatile uint64_t*>(&q.last_issue_ns) = op.issue_ns;
   q.ops[op.seq % kQueue] = op;
   __threadfence();
   vol(q.tail) = op.seq + 1;
@@ -393,9 +425,8 @@ __device__ __forceinline__ void enqueue(Op op) {
 // A copy of `bytes` bytes into this CTA's shared memory at `dst` is about to be issued: nothing
 // pending may still read them.
 __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t bytes, const char* what) {
-  TmemStandIn& own = sm_tmem();
-  const uint32_t rank = cluster_rank(), sms[2] = {sm_id(), vol(own.paired) ? vol(own.peer_sm) : kMaxSms};
-  for (uint32_t sm : sms) {
+  const uint32_t rank = cluster_rank();
+  for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
     for (uint32_t i = load_acquire(q.head), tail = load_acquire(q.tail); i < tail; ++i) {
@@ -408,8 +439,8 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
 }
 }  // namespace emu
 
-// The waits of the sm_100a kernel: the time-out of ptx.cuh's, and while waiting, the emulated tensor
-// core's progress (above). The wait acquires at cluster scope: a pair's stand-ins may have been
+// The waits of the sm_100a kernel (both of ptx.cuh's forms): its time-out, and while waiting, the
+// emulated tensor core's progress (above). The wait acquires at cluster scope: a pair's stand-ins may have been
 // written by a thread of the other CTA.
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   emu::Queue& q = emu::g_queue[emu::sm_id()];
@@ -424,8 +455,11 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   }
   if (issuer) emu::vol(q.issuer_waiting) = 0;
 }
+// A tensor copy's box is one operand tile of the kernel (the map does not say its size here).
+static_assert(kABytes == kBBytes, "the emulated tensor copies assume one box size");
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) { mbar_wait_or_trap(bar, parity); }
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, 1, "TMA load into shared memory a pending operation still reads (stage, operation, kind)");
+  emu::check_copy_destination(dst, kABytes, "TMA load into shared memory a pending operation still reads (stage, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
@@ -434,7 +468,7 @@ __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uin
   emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (stage, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
-// tcgen05.alloc (+ relinquish_alloc_permit): warp-wide; the columns are placed at the top of the
+// tcgen05.alloc: warp-wide; the columns are placed at the top of the
 // 512, so a kernel that assumes address 0 instead of reading the slot back fails. It starts the CTA's
 // queue afresh. cta_group::2: each CTA's warp allocates the same columns in its own TMEM, and waits
 // until the pair's other CTA has (through the pair record).
@@ -448,7 +482,7 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
   if (emu::lane_id() == 0) {
     if (emu::vol(t.columns)) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
     emu::Queue& q = emu::g_queue[sm];
-    q.lock = 0, q.head = 0, q.tail = 0, q.issuer_thread = emu::kNoThread, q.issuer_waiting = 0;
+    q.lock = 0, q.head = 0, q.tail = 0, q.issuer_thread = emu::kNoThread, q.issuer_waiting = 0, q.last_issue_ns = 0;
     for (int c = 0; c < emu::kColumns; ++c) t.issued[c] = t.done[c] = 0;
     t.paired = 0;
     if (kCtaGroup == 2) {
@@ -460,11 +494,13 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
       const uint32_t rank = emu::cluster_rank(), peer = rank ^ 1u;
       const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
       emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
+      emu::vol(t.base) = uint32_t(emu::kColumns - columns);  // before the record: the even CTA may write here at once
+      emu::vol(t.columns) = uint32_t(columns);
       const uint32_t record = smem_u32(&emu::g_pair_record);
-      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"(cluster_key ^ rank | 1ull) : "memory");
+      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull) : "memory");
       const uint32_t peer_record = emu::remote(record, peer);
       uint64_t key = 0;
-      for (long long start = clock64(); key != (cluster_key ^ peer | 1ull);) {
+      for (long long start = clock64(); key != ((cluster_key ^ uint64_t(peer) << 1) | 1ull);) {
         asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
         if (clock64() - start > kWaitTrapCycles) emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
       }
@@ -496,6 +532,7 @@ __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
       if (head != tail) emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head, q.ops[head % emu::kQueue].kind);
     }
     emu::vol(t.columns) = 0;
+    emu::vol(t.paired) = 0;
   }
   __syncwarp();
 }
@@ -505,7 +542,6 @@ __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc)
   emu::require_lane_zero(taddr, "tcgen05.cp .32x128b.warpx4 not at lane 0 (lane, column)");
   emu::Op op{};
   op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.desc[0] = desc, op.d_tmem = taddr;
-  emu::decode_smem_desc(desc);
   emu::enqueue(op);
 }
 // tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X (see emu::execute_mma). Only the descriptor
@@ -515,7 +551,7 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
                                                   uint32_t sfb_tmem, uint32_t accumulate) {
   const uint32_t m_dim = ((i_desc >> 24) & 31) << 4, n_dim = ((i_desc >> 17) & 63) << 3;
   const uint32_t fixed = i_desc & ~((63u << 17) | (31u << 24));
-  if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128u * kCtaGroup || n_dim < 16 || n_dim > 256 || n_dim % 16 || n_dim > 128u)
+  if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128u * kCtaGroup || n_dim < 16 || n_dim % 16 || n_dim > 128u)
     emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)", i_desc, n_dim, m_dim);
   emu::require_lane_zero(d_tmem, "tcgen05.mma D not at lane 0 (lane, column)");
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
@@ -549,8 +585,9 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
   if (lane0 < 32 * quarter || lane0 + 16 > 32 * quarter + 32) emu::fail("tcgen05.ld outside the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
+  if (column0 < emu::vol(t.base) || column0 + 128 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
   for (uint32_t c = column0; c < column0 + 128; ++c) {
-    const uint32_t issued = emu::vol(t.issued[c % emu::kColumns]), done = emu::vol(t.done[c % emu::kColumns]);
+    const uint32_t issued = emu::vol(t.issued[c]), done = emu::vol(t.done[c]);
     if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
     if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
   }

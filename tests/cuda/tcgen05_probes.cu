@@ -164,7 +164,8 @@ __global__ void commit_probe(int* out) {
 //   1: (no MMA) tcgen05.ld of columns nothing wrote;
 //   2: a store into the A operand's shared memory, then the wait (the MMA runs and finds it changed);
 //   3: a bulk copy into the A operand's shared memory;
-//   4: tcgen05.dealloc without a commit or a wait.
+//   4: tcgen05.dealloc without a commit or a wait;
+//   5: (the MMA accumulating into D, which nothing wrote) the wait.
 __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
   __shared__ uint32_t slot;
   __shared__ uint64_t bar, copy_bar;
@@ -175,7 +176,7 @@ __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
   if (threadIdx.x == 0 && rule != 1) {
     tcgen05_cp_scales(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4(tmem, desc_ab(base), desc_ab(base + 16384), kInstrDesc, tmem + 256, tmem + 260, 0u);
+    tcgen05_mma_nvfp4(tmem, desc_ab(base), desc_ab(base + 16384), kInstrDesc, tmem + 256, tmem + 260, uint32_t(rule == 5));
     if (rule != 4) tcgen05_commit(b);
     if (rule == 2) smem[0] = 0x77;
     if (rule == 3) {
@@ -188,7 +189,7 @@ __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
     float v[64];
     tmem_load_16x256b_x16(v, tmem + (uint32_t(32 * (threadIdx.x / 32)) << 16));
   }
-  if (rule == 2 || rule == 3) sm100::mbar_wait_or_trap(b, 0);
+  if (rule == 2 || rule == 3 || rule == 5) sm100::mbar_wait_or_trap(b, 0);
   __syncthreads();
   if (threadIdx.x < 32) tmem_dealloc(tmem, 512);
 }
