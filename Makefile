@@ -8,7 +8,7 @@ EVAL_ARGS  ?=
 SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL        = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit bundle check-bundle check-submission check-cuda peers dry-run sanitize
+.PHONY: deps run test benchmark leaderboard profile diff submit bundle check-bundle check-submission check-cuda peers dry-run sanitize b200-model
 
 deps:  ## install what is missing (torch only where none is installed)
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -53,6 +53,9 @@ sanitize: deps  ## the submission on varied inputs under compute-sanitizer memch
 	  echo "== $$tool"; \
 	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) tools/sanitize.py --submission $(SUBMISSION) $(SANITIZE_ARGS) || exit 1; \
 	done
+
+b200-model: deps  ## the calibrated B200 estimate of the sm_100a designs (a model, no GPU; needs nvcc); MODEL_ARGS="--config ours v6b"
+	$(PYTHON) tools/b200_model.py $(MODEL_ARGS)
 
 peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
 	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
