@@ -249,10 +249,17 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
+// Whether the phase of the given parity has completed. kClusterAcquire: acquire at cluster scope, so
+// that what another CTA of the cluster wrote before arriving is visible (default: this CTA's).
+template <bool kClusterAcquire = false>
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  if (kClusterAcquire)
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  else
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   return done != 0;
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
@@ -1059,9 +1066,10 @@ struct Arch {
 // ============================================================================ sm_100a kernel
 // The B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
 // issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
-// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld. The
-// persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
-// of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
+// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld (a row per
+// thread) and storing each row 32 bytes at a time. The persistent variant double-buffers the
+// accumulators so the epilogue of tile t overlaps the MMA of tile t + 1; the single-tile variant
+// (launches with no more tiles than SMs) keeps one buffer.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
 // from the public design it grew from where that one was wrong: TMEM allocated for every column
 // used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
@@ -1248,12 +1256,6 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
   return v;
-}
-__device__ __forceinline__ bool try_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
 }
 // The address of shared::cta address `addr` in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t remote(uint32_t addr, uint32_t rank) {
@@ -1571,7 +1573,7 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   const bool issuer = emu::vol(q.issuer_thread) == threadIdx.x;
   if (issuer) emu::vol(q.issuer_waiting) = 1;
   long long start = 0;
-  while (!emu::try_wait_cluster(bar, parity)) {
+  while (!mbar_try_wait<true>(bar, parity)) {
     emu::progress(bar);
     if (start == 0) start = clock64();
     else if (clock64() - start > kWaitTrapCycles) emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
@@ -1700,27 +1702,24 @@ __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }
-// tcgen05.ld .16x256b.x16 (+ wait::ld): warp-wide, lanes L .. L + 15 of the warp's quarter; repeat j,
-// register i of thread l: lane L + l / 4 + 8 (i / 2), column 8j + 2 (l % 4) + i % 2. Every column read
-// must have been written, by an operation that has completed.
-__device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
+// tcgen05.ld .32x32b.x32 (+ wait::ld): warp-wide, the warp's lane quarter; thread l gets lane L + l,
+// register j column taddr + j. Every column read must have been written, by an operation that has
+// completed.
+__device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t taddr) {
   emu::require_whole_warp("tcgen05.ld by part of a warp");
   if (__shfl_sync(0xFFFFFFFFu, taddr, 0) != taddr) emu::fail("tcgen05.ld address differs within the warp", taddr, 0);
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
-  if (lane0 < 32 * quarter || lane0 + 16 > 32 * quarter + 32) emu::fail("tcgen05.ld outside the warp's lane quarter (lane, quarter)", lane0, quarter);
+  if (lane0 != 32 * quarter) emu::fail("tcgen05.ld .32x32b not at the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
-  if (column0 < emu::vol(t.base) || column0 + 128 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
-  for (uint32_t c = column0; c < column0 + 128; ++c) {
+  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
+  for (uint32_t c = column0; c < column0 + 32; ++c) {
     const uint32_t issued = emu::vol(t.issued[c]), done = emu::vol(t.done[c]);
     if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
     if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
   }
-  const int l = emu::lane_id();
+  const uint32_t lane = lane0 + uint32_t(emu::lane_id());
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      v[4 * j + i] = __uint_as_float(emu::cell(t, lane0 + uint32_t(l / 4 + 8 * (i / 2)), column0 + uint32_t(8 * j + 2 * (l % 4) + i % 2)));
+  for (int j = 0; j < 32; ++j) v[j] = __uint_as_float(emu::cell(t, lane, column0 + uint32_t(j)));
 }
 }  // namespace sm100
 
@@ -1772,20 +1771,12 @@ __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory"); }
-// 16 TMEM lanes x 128 fp32 columns: 64 registers a thread (lane l: rows l/4 and l/4 + 8).
-__device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
-  uint32_t (&r)[64] = reinterpret_cast<uint32_t (&)[64]>(v);
+// 32 TMEM lanes x 32 fp32 columns: thread l of the warp gets lane L + l, columns taddr .. + 31.
+__device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t taddr) {
+  uint32_t (&r)[32] = reinterpret_cast<uint32_t (&)[32]>(v);
   asm volatile(
-      "tcgen05.ld.sync.aligned.16x256b.x16.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, [%64];"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]),
-        "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]),
-        "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]),
-        "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31]), "=r"(r[32]), "=r"(r[33]), "=r"(r[34]), "=r"(r[35]), "=r"(r[36]),
-        "=r"(r[37]), "=r"(r[38]), "=r"(r[39]), "=r"(r[40]), "=r"(r[41]), "=r"(r[42]), "=r"(r[43]), "=r"(r[44]), "=r"(r[45]),
-        "=r"(r[46]), "=r"(r[47]), "=r"(r[48]), "=r"(r[49]), "=r"(r[50]), "=r"(r[51]), "=r"(r[52]), "=r"(r[53]), "=r"(r[54]),
-        "=r"(r[55]), "=r"(r[56]), "=r"(r[57]), "=r"(r[58]), "=r"(r[59]), "=r"(r[60]), "=r"(r[61]), "=r"(r[62]), "=r"(r[63])
+      "tcgen05.ld.sync.aligned.32x32b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31])
       : "r"(taddr));
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
@@ -1796,9 +1787,12 @@ __device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t t
 
 namespace nvfp4 {
 namespace sm100 {
-__device__ __forceinline__ void st_global_half2_evict_first(__half* p, float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  asm volatile("st.global.cs.b32 [%0], %1;" ::"l"(p), "r"(*reinterpret_cast<uint32_t*>(&v)) : "memory");
+// Eight fp32 values as eight halves, one 16-byte store (evict-first: C is not read again).
+__device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
+  __half2 h[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
 struct Barriers {
@@ -1884,7 +1878,8 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-// Warps 0-3: TMEM lanes 32w..32w+31 = rows off_m + 32w.. of C; N-major stores of half2.
+// Warps 0-3: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a time
+// (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
 template <bool kPersistent>
 __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers bars, uint32_t tmem, int first, int last) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1892,21 +1887,18 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
     const TileCoords tc = tile_coords(args, i);
-    const int m = tc.g->m, n = tc.g->n;
+    const int m = tc.g->m, n = tc.g->n, row = tc.off_m + warp * 32 + lane;
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
-    for (int half = 0; half < 2; ++half) {
-      float v[64];
-      const int row16 = warp * 32 + half * 16;
-      tmem_load_16x256b_x16(v, tmem + (uint32_t(row16) << 16) + buffer * kBlockN);
-      const int row = tc.off_m + row16 + lane / 4, col = tc.off_n + (lane % 4) * 2;
+#pragma unroll 1
+    for (int chunk = 0; chunk < kBlockN / 32; ++chunk) {
+      float v[32];
+      tmem_load_32x32b_x32(v, tmem + (uint32_t(warp * 32) << 16) + buffer * kBlockN + chunk * 32);
+      const int col = tc.off_n + chunk * 32;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-        if (row < m && col + j * 8 + 1 < n) st_global_half2_evict_first(tc.g->c + int64_t(row) * n + col + j * 8, v[4 * j], v[4 * j + 1]);
-        if (row + 8 < m && col + j * 8 + 1 < n)
-          st_global_half2_evict_first(tc.g->c + int64_t(row + 8) * n + col + j * 8, v[4 * j + 2], v[4 * j + 3]);
-      }
+      for (int j = 0; j < 4; ++j)
+        if (row < m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
     }
     // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();

@@ -99,15 +99,13 @@ def test_cp_32x128b_warpx4_puts_row_r_in_lane_r_of_every_quarter(probes, column)
     np.testing.assert_array_equal(words(out).reshape(128, 4), expected)
 
 
-@pytest.mark.parametrize("column", [0, 200, 384])
-def test_ld_16x256b_x16_fragment_layout(probes, column):
-    out = torch.zeros(4 * 2 * 32 * 64, dtype=torch.int32, device="cuda")
+@pytest.mark.parametrize("column", [0, 200, 480])
+def test_ld_32x32b_x32_gives_each_thread_its_lane(probes, column):
+    out = torch.zeros(4 * 32 * 32, dtype=torch.int32, device="cuda")
     call(probes.probe_ld, column, out)
-    got = words(out).reshape(4, 2, 32, 16, 4)
-    w, h, lane, j, i = np.meshgrid(*(np.arange(n) for n in got.shape), indexing="ij")
-    tmem_lane = 32 * w + 16 * h + lane // 4 + 8 * (i // 2)
-    tmem_column = column + 8 * j + 2 * (lane % 4) + i % 2
-    np.testing.assert_array_equal(got, (tmem_lane << 16) | tmem_column)
+    got = words(out).reshape(4, 32, 32)
+    w, lane, j = np.meshgrid(*(np.arange(n) for n in got.shape), indexing="ij")
+    np.testing.assert_array_equal(got, ((32 * w + lane) << 16) | (column + j))
 
 
 def swizzle_128b(rows: np.ndarray) -> np.ndarray:

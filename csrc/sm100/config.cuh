@@ -2,9 +2,10 @@
 // ============================================================================ sm_100a kernel
 // The B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
 // issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
-// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld. The
-// persistent variant double-buffers the accumulators so the epilogue of tile t overlaps the MMA
-// of tile t + 1; the single-tile variant (launches with no more tiles than SMs) keeps one buffer.
+// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld (a row per
+// thread) and storing each row 32 bytes at a time. The persistent variant double-buffers the
+// accumulators so the epilogue of tile t overlaps the MMA of tile t + 1; the single-tile variant
+// (launches with no more tiles than SMs) keeps one buffer.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
 // from the public design it grew from where that one was wrong: TMEM allocated for every column
 // used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.

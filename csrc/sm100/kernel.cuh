@@ -9,9 +9,12 @@
 
 namespace nvfp4 {
 namespace sm100 {
-__device__ __forceinline__ void st_global_half2_evict_first(__half* p, float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  asm volatile("st.global.cs.b32 [%0], %1;" ::"l"(p), "r"(*reinterpret_cast<uint32_t*>(&v)) : "memory");
+// Eight fp32 values as eight halves, one 16-byte store (evict-first: C is not read again).
+__device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
+  __half2 h[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
 struct Barriers {
@@ -97,7 +100,8 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-// Warps 0-3: TMEM lanes 32w..32w+31 = rows off_m + 32w.. of C; N-major stores of half2.
+// Warps 0-3: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a time
+// (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
 template <bool kPersistent>
 __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers bars, uint32_t tmem, int first, int last) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -105,21 +109,18 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers 
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
     const TileCoords tc = tile_coords(args, i);
-    const int m = tc.g->m, n = tc.g->n;
+    const int m = tc.g->m, n = tc.g->n, row = tc.off_m + warp * 32 + lane;
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
-    for (int half = 0; half < 2; ++half) {
-      float v[64];
-      const int row16 = warp * 32 + half * 16;
-      tmem_load_16x256b_x16(v, tmem + (uint32_t(row16) << 16) + buffer * kBlockN);
-      const int row = tc.off_m + row16 + lane / 4, col = tc.off_n + (lane % 4) * 2;
+#pragma unroll 1
+    for (int chunk = 0; chunk < kBlockN / 32; ++chunk) {
+      float v[32];
+      tmem_load_32x32b_x32(v, tmem + (uint32_t(warp * 32) << 16) + buffer * kBlockN + chunk * 32);
+      const int col = tc.off_n + chunk * 32;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-        if (row < m && col + j * 8 + 1 < n) st_global_half2_evict_first(tc.g->c + int64_t(row) * n + col + j * 8, v[4 * j], v[4 * j + 1]);
-        if (row + 8 < m && col + j * 8 + 1 < n)
-          st_global_half2_evict_first(tc.g->c + int64_t(row + 8) * n + col + j * 8, v[4 * j + 2], v[4 * j + 3]);
-      }
+      for (int j = 0; j < 4; ++j)
+        if (row < m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
     }
     // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();

@@ -125,12 +125,6 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
   return v;
 }
-__device__ __forceinline__ bool try_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
-}
 // The address of shared::cta address `addr` in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t remote(uint32_t addr, uint32_t rank) {
   uint32_t r;
@@ -447,7 +441,7 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   const bool issuer = emu::vol(q.issuer_thread) == threadIdx.x;
   if (issuer) emu::vol(q.issuer_waiting) = 1;
   long long start = 0;
-  while (!emu::try_wait_cluster(bar, parity)) {
+  while (!mbar_try_wait<true>(bar, parity)) {
     emu::progress(bar);
     if (start == 0) start = clock64();
     else if (clock64() - start > kWaitTrapCycles) emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
@@ -576,27 +570,24 @@ __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }
-// tcgen05.ld .16x256b.x16 (+ wait::ld): warp-wide, lanes L .. L + 15 of the warp's quarter; repeat j,
-// register i of thread l: lane L + l / 4 + 8 (i / 2), column 8j + 2 (l % 4) + i % 2. Every column read
-// must have been written, by an operation that has completed.
-__device__ __forceinline__ void tmem_load_16x256b_x16(float (&v)[64], uint32_t taddr) {
+// tcgen05.ld .32x32b.x32 (+ wait::ld): warp-wide, the warp's lane quarter; thread l gets lane L + l,
+// register j column taddr + j. Every column read must have been written, by an operation that has
+// completed.
+__device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t taddr) {
   emu::require_whole_warp("tcgen05.ld by part of a warp");
   if (__shfl_sync(0xFFFFFFFFu, taddr, 0) != taddr) emu::fail("tcgen05.ld address differs within the warp", taddr, 0);
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
-  if (lane0 < 32 * quarter || lane0 + 16 > 32 * quarter + 32) emu::fail("tcgen05.ld outside the warp's lane quarter (lane, quarter)", lane0, quarter);
+  if (lane0 != 32 * quarter) emu::fail("tcgen05.ld .32x32b not at the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
-  if (column0 < emu::vol(t.base) || column0 + 128 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
-  for (uint32_t c = column0; c < column0 + 128; ++c) {
+  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
+  for (uint32_t c = column0; c < column0 + 32; ++c) {
     const uint32_t issued = emu::vol(t.issued[c]), done = emu::vol(t.done[c]);
     if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
     if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
   }
-  const int l = emu::lane_id();
+  const uint32_t lane = lane0 + uint32_t(emu::lane_id());
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      v[4 * j + i] = __uint_as_float(emu::cell(t, lane0 + uint32_t(l / 4 + 8 * (i / 2)), column0 + uint32_t(8 * j + 2 * (l % 4) + i % 2)));
+  for (int j = 0; j < 32; ++j) v[j] = __uint_as_float(emu::cell(t, lane, column0 + uint32_t(j)));
 }
 }  // namespace sm100
 

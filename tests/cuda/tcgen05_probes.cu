@@ -84,8 +84,8 @@ __global__ void cp_probe(const uint8_t* atom, int column, uint32_t* out) {
   if (threadIdx.x < 32) tmem_dealloc(tmem, 512);
 }
 
-// TMEM word (lane, column) = lane << 16 | column, then every warp of four loads .16x256b.x16 at its
-// lanes 32w + 16h (h = 0, 1) from allocation column `column`; out: [warp][h][thread][64] registers.
+// TMEM word (lane, column) = lane << 16 | column, then every warp of four loads .32x32b.x32 at its
+// lanes 32w from allocation column `column`; out: [warp][thread][32] registers.
 __global__ void ld_probe(int column, uint32_t* out) {
   __shared__ uint32_t slot;
   if (threadIdx.x < 32) tmem_alloc(smem_u32(&slot), 512);
@@ -96,11 +96,9 @@ __global__ void ld_probe(int column, uint32_t* out) {
   if (threadIdx.x == 0) emu::mark_written(t, tmem, 512);
   __syncthreads();
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  for (int h = 0; h < 2; ++h) {
-    float v[64];
-    tmem_load_16x256b_x16(v, tmem + (uint32_t(32 * warp + 16 * h) << 16) + uint32_t(column));
-    for (int i = 0; i < 64; ++i) out[((warp * 2 + h) * 32 + lane) * 64 + i] = __float_as_uint(v[i]);
-  }
+  float v[32];
+  tmem_load_32x32b_x32(v, tmem + (uint32_t(32 * warp) << 16) + uint32_t(column));
+  for (int i = 0; i < 32; ++i) out[(warp * 32 + lane) * 32 + i] = __float_as_uint(v[i]);
   __syncthreads();
   if (threadIdx.x < 32) tmem_dealloc(tmem, 512);
 }
@@ -186,8 +184,8 @@ __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
   }
   __syncthreads();
   if (rule <= 1) {
-    float v[64];
-    tmem_load_16x256b_x16(v, tmem + (uint32_t(32 * (threadIdx.x / 32)) << 16));
+    float v[32];
+    tmem_load_32x32b_x32(v, tmem + (uint32_t(32 * (threadIdx.x / 32)) << 16));
   }
   if (rule == 2 || rule == 3 || rule == 5) sm100::mbar_wait_or_trap(b, 0);
   __syncthreads();
