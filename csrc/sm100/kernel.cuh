@@ -36,14 +36,15 @@ __device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i)
 }
 
 __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
-  int stage = 0;
+  int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
   for (int i = first; i < last; ++i) {
     const TileCoords tc = tile_coords(args, i);
     const int k = tc.g->k;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      mbar_wait_or_trap(bars.mma(stage), mma_phase);
+      if (filled < kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
+      else mbar_wait_or_trap(bars.mma(stage), mma_phase);
       const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
       const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
       const int off_k = iter_k * kBlockK;
