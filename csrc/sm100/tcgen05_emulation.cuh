@@ -64,7 +64,7 @@ __device__ TmemStandIn g_tmem[kMaxSms];
 enum OpKind : uint32_t { kCp = 1, kMma = 2, kCommit = 3 };
 struct Op {
   uint32_t kind, group, seq, issuer_rank;  // group: the .cta_group; issuer_rank: %cluster_ctarank of the issuing CTA
-  uint64_t issue_ns, ready_ns;             // issue time, and issue time + delay
+  uint64_t ready_ns;                       // issue time + delay
   uint64_t desc[2];                        // mma: A, B; cp: the source
   uint32_t d_tmem, i_desc, sfa, sfb, accumulate;
   uint32_t bar, cta_mask;                  // commit: the barrier offset and the CTAs it arrives at
@@ -119,7 +119,9 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   x ^= x >> 27, x *= 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-__device__ __forceinline__ volatile uint32_t& vol(uint32_t& x) { return reinterpret_cast<volatile uint32_t&>(x); }
+// Shared words read and written by threads of other warps or SMs: through volatile accesses.
+template <typename T>
+__device__ __forceinline__ volatile T& vol(T& x) { return const_cast<volatile T&>(x); }
 __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
@@ -237,7 +239,7 @@ __device__ __forceinline__ void scaled_row(const Operand& op, int row, uint32_t 
 // An MMA reads these columns: something must have written them, and have run.
 __device__ __forceinline__ void require_written(const TmemStandIn& t, uint32_t column, uint32_t count, uint32_t seq, const char* what) {
   for (uint32_t c = column; c < column + count; ++c)
-    if (c >= uint32_t(kColumns) || *reinterpret_cast<const volatile uint32_t*>(&t.done[c]) == 0) fail(what, seq, c);
+    if (c >= uint32_t(kColumns) || vol(t.done[c]) == 0) fail(what, seq, c);
 }
 __device__ __forceinline__ void require_lane_zero(uint32_t taddr, const char* what) {
   if (taddr >> 16) fail(what, taddr >> 16, taddr & 0xFFFF);
@@ -337,7 +339,7 @@ __device__ __noinline__ void run_pending(uint32_t issuer_sm, uint32_t limit) {
   for (uint32_t head = vol(q.head); head < limit; head = vol(q.head)) {
     const Op op = q.ops[head % kQueue];
     const uint64_t now = now_ns();
-    if (now < op.ready_ns || !(vol(q.issuer_waiting) || now >= *reinterpret_cast<volatile uint64_t*>(&q.last_issue_ns) + kIdleIssuerNs)) break;
+    if (now < op.ready_ns || !(vol(q.issuer_waiting) || now >= vol(q.last_issue_ns) + kIdleIssuerNs)) break;
     if (op.kind == kCommit) {  // done with the queue before the arrival: an arrival may let its CTA deallocate and exit
       vol(q.head) = head + 1;
       __threadfence();
@@ -358,8 +360,7 @@ struct QueueSms { uint32_t sm[2]; };
 __device__ __forceinline__ QueueSms queues_of_this_cta() {
   const uint32_t sm = sm_id();
   const TmemStandIn& own = g_tmem[sm];
-  const bool paired = *reinterpret_cast<const volatile uint32_t*>(&own.columns) && *reinterpret_cast<const volatile uint32_t*>(&own.paired);
-  return QueueSms{{sm, paired ? *reinterpret_cast<const volatile uint32_t*>(&own.peer_sm) : uint32_t(kMaxSms)}};
+  return QueueSms{{sm, vol(own.columns) && vol(own.paired) ? vol(own.peer_sm) : uint32_t(kMaxSms)}};
 }
 // What a thread waiting on barrier `bar` (of this CTA) makes the tensor core do: in a lazy run, the
 // operations up to the commit that arrives there, if one is queued; in an eager run, every ready one.
@@ -408,9 +409,9 @@ __device__ __forceinline__ void enqueue(Op op) {
     mark_issued(t, column, written, op.seq);
   }
   const uint64_t delay = g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
-  op.issue_ns = now_ns();
-  op.ready_ns = op.issue_ns + delay;
-  *reinterpret_cast<volatile uint64_t*>(&q.last_issue_ns) = op.issue_ns;
+  const uint64_t now = now_ns();
+  op.ready_ns = now + delay;
+  vol(q.last_issue_ns) = now;
   q.ops[op.seq % kQueue] = op;
   __threadfence();
   vol(q.tail) = op.seq + 1;
