@@ -1021,7 +1021,8 @@ struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  static const void* kernel(bool /*persistent*/, int fixed_n8) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
+  static constexpr int kSwappedTileM = 0;  // no swapped kernel: the wgmma's N side is already A's rows
+  static const void* kernel(bool /*persistent*/, int fixed_n8, bool /*swapped*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
@@ -1031,8 +1032,8 @@ struct Arch {
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  static int64_t tile_cost(int m_rows, int k) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
-  static bool tmem_plan(bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
+  static int64_t tile_cost(int m_rows, int k, bool /*swapped*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  static bool tmem_plan(bool /*swapped*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool /*byte_elements*/) {
@@ -1064,12 +1065,12 @@ struct Arch {
 #line 1 "csrc/sm100/config.cuh"
 
 // ============================================================================ sm_100a kernel
-// The B200 design: 128x128x256 tiles, a 6-stage TMA ring, one TMA warp, one MMA warp
-// issuing tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block
-// scales, fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld (a row per
-// thread) and storing each row 32 bytes at a time. The persistent variant double-buffers the
-// accumulators so the epilogue of tile t overlaps the MMA of tile t + 1; the single-tile variant
-// (launches with no more tiles than SMs) keeps one buffer.
+// The B200 design: a TMA ring of as many stages as fit, one TMA warp, one MMA warp issuing
+// tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block scales,
+// fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld and storing 16
+// bytes a thread. Two tile shapes (TileShape): 128 x 128, whose persistent variant double-buffers
+// the accumulators so the epilogue of tile t overlaps the MMA of tile t + 1, and swapped (128 rows
+// of B by up to 256 of A), with one accumulator.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
 // from the public design it grew from where that one was wrong: TMEM allocated for every column
 // used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
@@ -1078,32 +1079,56 @@ struct Arch {
 
 namespace nvfp4 {
 namespace sm100 {
-constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 256, kStages = 6;
+constexpr int kBlockK = 256;                       // K per pipeline stage (one 128-byte swizzled row per operand row)
 constexpr int kMmaK = 64;                          // K per tcgen05.mma for FP4
-constexpr int kWarps = kBlockM / 32 + 2;           // warps 0-3 epilogue, 4 TMA, 5 MMA
+constexpr int kEpilogueWarps = 4;                  // one per 32 TMEM lanes
+constexpr int kWarps = kEpilogueWarps + 2;         // warps 0-3 epilogue, 4 TMA, 5 MMA
 constexpr int kThreads = kWarps * 32;
 constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
-constexpr int kABytes = kBlockM * kBlockK / 2, kBBytes = kBlockN * kBlockK / 2;
-constexpr int kSfBytes = 128 * kBlockK / 16;       // four 512-byte scale atoms (128 rows x 64 K each)
-constexpr int kStageBytes = kABytes + kBBytes + 2 * kSfBytes;
-constexpr int kSmemBarriers = kStages * kStageBytes;
-constexpr int kNumBarriers = 2 * kStages + 4;      // tma[s], mma[s], mainloop[2], epilogue[2]
-constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
-constexpr int kSmemBytes = kSmemTmemSlot + 16 + 1024;  // + slack to align the base to 1024 (128B swizzle)
+constexpr int kSfAtomBytes = 128 * kBlockK / 16;   // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
+constexpr int kSmemBudget = 232448;                // the most dynamic shared memory a B200 CTA may opt into (227 KB)
+constexpr int kSmemSlack = 1024;                   // to align the base to 1024 (128B swizzle)
+
+// A tile's shape. The MMA's M side is 128 rows of one operand, which land in the 128 TMEM lanes;
+// its N side is up to kNRows rows of the other, issued as kNPieces MMAs of at most 128 (each with
+// one 128-row scale atom), which land in TMEM columns. Not swapped: 128 rows of A (C rows) by 128 of
+// B (C columns). Swapped, for problems of few A rows: 128 rows of B by up to 256 of A, so each B
+// tile is read once for up to 256 rows of C; the epilogue transposes through shared memory.
+template <bool kSwapped>
+struct TileShape {
+  static constexpr int kRowsA = kSwapped ? 256 : 128, kRowsB = 128;   // C rows, C columns per tile
+  static constexpr int kNRows = kSwapped ? kRowsA : kRowsB;
+  static constexpr int kNPieces = kNRows / 128;
+  static constexpr int kABytes = kRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
+  static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
+  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;  // a multiple of 1024: stages stay aligned
+  static constexpr int kStagingBytes = kSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;        // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
+  static constexpr int kSmemStaging = kStages * kStageBytes;
+  static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
+  static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
+  static constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
+  static constexpr int kSmemBytes = kSmemTmemSlot + 16 + kSmemSlack;
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 2 && kNumBarriers <= 32 && kSmemBytes <= kSmemBudget, "shared memory plan");
+};
 
 // L2 cache-policy operands (the createpolicy encodings of evict-first and evict-last).
 constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
 constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 
-// TMEM columns: accumulator buffers (kBlockN fp32 columns each), then the scales of one K block,
-// 4 columns per 64-K atom, A's then B's. The allocation covers every column used (288 persistent,
-// 160 single-tile), rounded up to the power of two tcgen05.alloc requires.
-template <bool kPersistent>
+// TMEM columns: accumulator buffers (kNRows fp32 columns each; two when a CTA runs several tiles
+// and they fit), then the scales of one K block, 4 columns per 64-K atom: the M side's 128 rows,
+// then each N piece's. The allocation covers every column used, rounded up to the power of two
+// tcgen05.alloc requires.
+template <bool kSwapped, bool kPersistent>
 struct TmemPlan {
-  static constexpr int kBuffers = kPersistent ? 2 : 1;
-  static constexpr int kSfa = kBuffers * kBlockN;
-  static constexpr int kSfb = kSfa + 4 * (kBlockK / kMmaK);
-  static constexpr int kUsed = kSfb + 4 * (kBlockK / kMmaK);
+  static constexpr int kNRows = TileShape<kSwapped>::kNRows, kNPieces = TileShape<kSwapped>::kNPieces;
+  static constexpr int kScaleColumns = 4 * (kBlockK / kMmaK);  // per 128 rows
+  static constexpr int kBuffers = kPersistent && 2 * kNRows + (1 + kNPieces) * kScaleColumns <= 512 ? 2 : 1;
+  static constexpr int kSfM = kBuffers * kNRows;
+  static constexpr int kSfN = kSfM + kScaleColumns;
+  static constexpr int kUsed = kSfN + kNPieces * kScaleColumns;
   static constexpr int kAllocated = kUsed <= 32 ? 32 : kUsed <= 64 ? 64 : kUsed <= 128 ? 128 : kUsed <= 256 ? 256 : 512;
   static_assert(kUsed <= kAllocated && kAllocated <= 512, "TMEM plan exceeds the 512 columns of an SM");
 };
@@ -1115,9 +1140,9 @@ __device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
 }
 // A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
 __device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
-// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22 (N =
-// kBlockN), M >> 4 at bits 24-28 (M = 128).
-constexpr uint32_t kInstrDesc = (1u << 7) | (1u << 10) | (uint32_t(kBlockN) >> 3 << 17) | (uint32_t(128) >> 4 << 24);
+// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22, M >> 4
+// at bits 24-28 (M = 128).
+__host__ __device__ constexpr uint32_t instr_desc(int n) { return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(128) >> 4 << 24); }
 
 __device__ __forceinline__ bool elect_one() {
   uint32_t pred = 0;
@@ -1273,12 +1298,12 @@ __device__ __forceinline__ uint32_t ld_cluster_u32(uint32_t cluster_addr) {
 __device__ __forceinline__ void arrive_cluster(uint32_t cluster_addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
-// Which stage of the kernel's shared-memory ring an address is in (the dynamic window's base
-// rounded up to 1024, as the kernel does), for messages.
-__device__ __forceinline__ uint32_t stage_of(uint32_t addr) {
+// Which KB of the kernel's shared memory an address is in (from the dynamic window's base rounded
+// up to 1024, as the kernel does), for messages.
+__device__ __forceinline__ uint32_t kb_of(uint32_t addr) {
   extern __shared__ uint8_t emulation_dynamic_smem[];
   const uint32_t base = smem_u32(emulation_dynamic_smem), aligned = base + ((1024 - (base & 1023)) & 1023);
-  return (addr - aligned) / uint32_t(kStageBytes);
+  return (addr - aligned) / 1024;
 }
 
 __device__ __forceinline__ uint32_t& cell(TmemStandIn& t, uint32_t lane, uint32_t column) {
@@ -1397,8 +1422,8 @@ __device__ __forceinline__ void verify_sources(const Op& op) {
     for (uint32_t v = 0; v < op.group; ++v) {
       uint32_t lo, hi;
       if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
-        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, stage, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
-             op.seq, stage_of(op.lo[which][v]), uint32_t(which) + 2 * v);
+        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
+             op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
     }
 }
 // tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
@@ -1560,7 +1585,7 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
       const Op& op = q.ops[i % kQueue];
       for (int which = 0; which < operand_count(op); ++which)
         for (uint32_t v = 0; v < op.group; ++v)
-          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, stage_of(dst), op.seq, op.kind);
+          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, kb_of(dst), op.seq, op.kind);
     }
   }
 }
@@ -1582,17 +1607,17 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   }
   if (issuer) emu::vol(q.issuer_waiting) = 0;
 }
-// A tensor copy's box is one operand tile of the kernel (the map does not say its size here).
-static_assert(kABytes == kBBytes, "the emulated tensor copies assume one box size");
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) { mbar_wait_or_trap(bar, parity); }
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, kABytes, "TMA load into shared memory a pending operation still reads (stage, operation, kind)");
+// box_bytes: the map's box (the map itself does not say its size here).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy,
+                                            uint32_t box_bytes) {
+  emu::check_copy_destination(dst, box_bytes, "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (stage, operation, kind)");
+  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
 // tcgen05.alloc: warp-wide; the columns are placed at the top of the
@@ -1739,7 +1764,9 @@ inline cudaError_t configure_tcgen05_emulation(uint64_t seed, uint32_t max_delay
 
 namespace nvfp4 {
 namespace sm100 {
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
+// box_bytes: the size of the map's box (the emulation checks the destination with it; unused here).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy,
+                                            uint32_t /*box_bytes*/) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
@@ -1796,7 +1823,9 @@ __device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
   st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
+template <bool kSwapped>
 struct Barriers {
+  static constexpr int kStages = TileShape<kSwapped>::kStages;
   uint32_t base;
   __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded
   __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
@@ -1804,74 +1833,100 @@ struct Barriers {
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out
 };
 
-// Where tile i of this CTA lives: group, first A row, first B row.
+// Where tile i of this CTA lives: group, first A row (C row), first B row (C column), and its A rows.
 struct TileCoords {
   const GroupArgs* g;
-  int group, off_m, off_n;
+  int group, off_m, off_n, rows;
 };
+template <bool kSwapped>
 __device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i) {
   const Tile t = unpack_tile(args.tiles[i]);
-  return TileCoords{&args.groups[t.group], t.group, t.m_chunk * kBlockM, t.n_block * kBlockN};
+  const GroupArgs* g = &args.groups[t.group];
+  const int off_m = t.m_chunk * TileShape<kSwapped>::kRowsA;
+  return TileCoords{g, t.group, off_m, t.n_block * TileShape<kSwapped>::kRowsB, min(TileShape<kSwapped>::kRowsA, g->m - off_m)};
+}
+// The tile's 128-row scale atoms of A that lie inside the matrix (the scales stop at its last atom),
+// and the MMA pieces of its N side: always one when not swapped; swapped, one per 128 A rows.
+template <bool kSwapped>
+__device__ __forceinline__ int a_atoms(const TileCoords& tc) { return kSwapped ? (tc.rows + 127) / 128 : 1; }
+// N of piece p: all 128 B rows; swapped, the piece's A rows rounded up to 32 (the epilogue reads
+// 32 columns at a time, each of which the MMA must have written).
+template <bool kSwapped>
+__device__ __forceinline__ int piece_n(const TileCoords& tc, int p) {
+  return kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
 }
 
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+// The operands of one stage in shared memory: A, B, A's scale atoms, B's scale atom.
+template <bool kSwapped>
+struct StageSmem {
+  uint32_t a, b, sfa, sfb;
+  __device__ StageSmem(uint8_t* smem, int stage) {
+    using S = TileShape<kSwapped>;
+    a = smem_u32(smem + stage * S::kStageBytes), b = a + S::kABytes, sfa = b + S::kBBytes, sfb = sfa + S::kSfaBytes;
+  }
+};
+
+template <bool kSwapped>
+__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, int first, int last) {
+  using S = TileShape<kSwapped>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int k = tc.g->k;
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
+    const int k = tc.g->k, atoms = a_atoms<kSwapped>(tc);
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      if (filled < kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
+      if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
       else mbar_wait_or_trap(bars.mma(stage), mma_phase);
-      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
-      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+      const StageSmem<kSwapped> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(a_smem, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a);
-      tma_load_3d(b_smem, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b);
-      // The four 64-K atoms of this K block are contiguous: one 2048-byte copy per operand.
-      bulk_load_cta(sfa_smem, tc.g->sfa + scale_atom_offset(tc.off_m / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_a);
-      bulk_load_cta(sfb_smem, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_b);
-      mbar_arrive_expect_tx(bars.tma(stage), kStageBytes);
-      stage = (stage + 1) % kStages;
+      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
+      // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
+      for (int r = 0; r < atoms; ++r)
+        bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
+                      bars.tma(stage), cache_a);
+      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
+      mbar_arrive_expect_tx(bars.tma(stage), S::kABytes + S::kBBytes + (atoms + 1) * kSfAtomBytes);
+      stage = (stage + 1) % S::kStages;
       if (stage == 0) mma_phase ^= 1;
     }
   }
 }
 
-template <bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, uint32_t tmem, int first, int last) {
-  using Tmem = TmemPlan<kPersistent>;
+template <bool kSwapped, bool kPersistent>
+__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
+  using S = TileShape<kSwapped>;
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int scale_a_offset = ((tc.off_m / kBlockM) % (128 / kBlockM)) * (kBlockM / 32);
-    const int scale_b_offset = ((tc.off_n / kBlockN) % (128 / kBlockN)) * (kBlockN / 32);
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
+    const int pieces = a_atoms<kSwapped>(tc);  // swapped: an N piece per A atom; else one
     mbar_wait_or_trap(bars.epilogue(buffer), epilogue_phase);
     tcgen05_fence_after_sync();
-    const uint32_t d_tmem = tmem + buffer * kBlockN;
+    const uint32_t d_tmem = tmem + buffer * S::kNRows;
     for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
       mbar_wait_or_trap(bars.tma(stage), tma_phase);
       tcgen05_fence_after_sync();
-      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
-      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+      const StageSmem<kSwapped> st(smem, stage);
+      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
+      const uint32_t m_tile = kSwapped ? st.b : st.a, m_scales = kSwapped ? st.sfb : st.sfa;
+      const uint32_t n_tile = kSwapped ? st.a : st.b, n_scales = kSwapped ? st.sfa : st.sfb;
 #pragma unroll
       for (int k = 0; k < kBlockK / kMmaK; ++k) {
-        tcgen05_cp_scales(tmem + Tmem::kSfa + k * 4, desc_sf(sfa_smem + k * 512));
-        tcgen05_cp_scales(tmem + Tmem::kSfb + k * 4, desc_sf(sfb_smem + k * 512));
+        tcgen05_cp_scales(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
+        for (int p = 0; p < pieces; ++p)
+          tcgen05_cp_scales(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
       }
 #pragma unroll
-      for (int k1 = 0; k1 < kBlockK / 256; ++k1)
-#pragma unroll
-        for (int k2 = 0; k2 < 256 / kMmaK; ++k2) {
-          const int k_sf = k1 * 4 + k2;
-          tcgen05_mma_nvfp4(d_tmem, desc_ab(a_smem + k1 * kBlockM * 128 + k2 * 32), desc_ab(b_smem + k1 * kBlockN * 128 + k2 * 32),
-                            kInstrDesc, tmem + Tmem::kSfa + k_sf * 4 + scale_a_offset, tmem + Tmem::kSfb + k_sf * 4 + scale_b_offset,
-                            (k1 == 0 && k2 == 0) ? uint32_t(iter_k) : 1u);
-        }
+      for (int k = 0; k < kBlockK / kMmaK; ++k)
+        for (int p = 0; p < pieces; ++p)
+          tcgen05_mma_nvfp4(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
+                            instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,
+                            tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
       tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it
-      stage = (stage + 1) % kStages;
+      stage = (stage + 1) % S::kStages;
       if (stage == 0) tma_phase ^= 1;
     }
     tcgen05_commit(bars.mainloop(buffer));  // accumulator complete
@@ -1880,56 +1935,88 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-// Warps 0-3: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a time
-// (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
-template <bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers bars, uint32_t tmem, int first, int last) {
+// Not swapped: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a
+// time (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
+__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t*) {
+  const int n = tc.g->n, row = tc.off_m + warp * 32 + lane;
+#pragma unroll 1
+  for (int chunk = 0; chunk < 128 / 32; ++chunk) {
+    float v[32];
+    tmem_load_32x32b_x32(v, acc + chunk * 32);
+    const int col = tc.off_n + chunk * 32;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (row < tc.g->m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
+  }
+}
+// Swapped: TMEM lane 32w + l = column off_n + 32w + l of C and TMEM column j = row off_m + j. Each
+// 32 x 32 block goes through the warp's staging (32 rows of 32 halves, 64 bytes) so that thread l
+// stores 8 consecutive columns (16 bytes) of rows l / 4, l / 4 + 8, ...: each row's 64 bytes in one
+// store instruction of four threads.
+__device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
+  __half* rows = reinterpret_cast<__half*>(staging) + warp * 32 * 32;
+  const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
+#pragma unroll 1
+  for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
+    float v[32];
+    tmem_load_32x32b_x32(v, acc + chunk * 32);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) rows[j * 32 + lane] = __float2half_rn(v[j]);
+    __syncwarp();
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int j = 8 * s + lane / 4, row = tc.off_m + chunk * 32 + j;
+      if (row < tc.g->m && col < n)
+        st_global_v4_evict_first(tc.g->c + int64_t(row) * n + col, *reinterpret_cast<const uint4*>(rows + j * 32 + 8 * (lane % 4)));
+    }
+    __syncwarp();  // the staging is rewritten by the next chunk
+  }
+}
+
+template <bool kSwapped, bool kPersistent>
+__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int m = tc.g->m, n = tc.g->n, row = tc.off_m + warp * 32 + lane;
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
-#pragma unroll 1
-    for (int chunk = 0; chunk < kBlockN / 32; ++chunk) {
-      float v[32];
-      tmem_load_32x32b_x32(v, tmem + (uint32_t(warp * 32) << 16) + buffer * kBlockN + chunk * 32);
-      const int col = tc.off_n + chunk * 32;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (row < m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
-    }
+    const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
+    if (kSwapped) store_tile_swapped(tc, acc, warp, lane, smem + TileShape<kSwapped>::kSmemStaging);
+    else store_tile(tc, acc, warp, lane, nullptr);
     // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) mbar_arrive(bars.epilogue(buffer));
-    buffer = (buffer + 1) % TmemPlan<kPersistent>::kBuffers;
+    buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
   }
 }
 
-// One kernel, two instantiations: persistent (TMEM double buffer, for more tiles than SMs) and
-// single-tile (one buffer). Both wait on the mainloop barrier, which tcgen05.commit arrives on once
-// the MMAs are complete, before the epilogue reads TMEM: a plain __syncthreads would not order them.
-template <bool kPersistent>
+// One kernel, four instantiations: not swapped or swapped, persistent (TMEM double buffer where it
+// fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
+// which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
+// plain __syncthreads would not order them.
+template <bool kSwapped, bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
-  using Tmem = TmemPlan<kPersistent>;
+  using S = TileShape<kSwapped>;
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const uint32_t tmem_slot = smem_u32(smem + kSmemTmemSlot);
+  const Barriers<kSwapped> bars{smem_u32(smem + S::kSmemBarriers)};
+  const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
   const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
   if (warp == 0 && elect_one()) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < S::kStages; ++s) {
       mbar_init(bars.tma(s), 1);
       mbar_init(bars.mma(s), 1);
     }
     for (int b = 0; b < 2; ++b) {
       mbar_init(bars.mainloop(b), 1);
-      mbar_init(bars.epilogue(b), kBlockM / 32);  // one elected arrive per epilogue warp
+      mbar_init(bars.epilogue(b), kEpilogueWarps);  // one elected arrive per epilogue warp
     }
     fence_barrier_init();
   } else if (warp == 1) {
@@ -1939,13 +2026,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
-  const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + kSmemTmemSlot);
+  const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp(args, smem, bars, first, last);
+    if (elect_one()) tma_warp<kSwapped>(args, smem, bars, first, last);
   } else if (warp == kMmaWarp) {
-    if (elect_one()) mma_warp<kPersistent>(args, smem, bars, tmem, first, last);
+    if (elect_one()) mma_warp<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
   } else {
-    epilogue_warps<kPersistent>(args, bars, tmem, first, last);
+    epilogue_warps<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
   }
   tcgen05_fence_before_sync();
   __syncthreads();
@@ -1955,36 +2042,48 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 }  // namespace sm100
 
 struct Arch {
-  static constexpr int kTileM = sm100::kBlockM, kTileN = sm100::kBlockN, kThreads = sm100::kThreads, kSmemBytes = sm100::kSmemBytes;
+  static constexpr int kTileM = sm100::TileShape<false>::kRowsA, kTileN = sm100::TileShape<false>::kRowsB, kThreads = sm100::kThreads;
+  // Both tile shapes take the same shared memory: their stage counts are chosen to fill it.
+  static constexpr int kSmemBytes = std::max(sm100::TileShape<false>::kSmemBytes, sm100::TileShape<true>::kSmemBytes);
+  static constexpr int kSwappedTileM = sm100::TileShape<true>::kRowsA;  // A rows per swapped tile (0: no swapped kernel)
+  static_assert(sm100::TileShape<true>::kRowsB == kTileN, "both tile shapes cut B into the same blocks");
   static constexpr int kKMultiple = sm100::kBlockK;
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has 128 rows
-  // A TMA load of A brings the full 128-row box, whose 128B-swizzled tile the MMA reads whole.
+  static constexpr bool kNarrowTiles = false;  // every tile has 128 (or, swapped, 256) rows
+  // A TMA load of A brings the full box of the tile's rows, whose 128B-swizzled tile the MMA reads whole.
   static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
-  // Relative cost of a tile for load balancing: its K, since every tile is one full 128 x 128 MMA
-  // tile whatever its rows (a model, not measured: nothing here runs on a B200).
-  static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
-  // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
-  // used, columns allocated.
-  template <bool kPersistent>
+  // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
+  // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
+  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B; a tile adds
+  // a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a swapped tile,
+  // whose one accumulator keeps the next tile's MMAs waiting, its epilogue's stores (0.92 rows per row of A).
+  static int64_t tile_cost(int m_rows, int k, bool swapped) {
+    return int64_t(k / sm100::kBlockK) * (kTileN + m_rows) + 644 + (swapped ? m_rows * 92 / 100 : 0);
+  }
+  // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
+  template <bool kSwapped, bool kPersistent>
   static void tmem_columns(int* out) {
-    using T = sm100::TmemPlan<kPersistent>;
-    const int values[5] = {T::kBuffers, T::kSfa, T::kSfb, T::kUsed, T::kAllocated};
+    using T = sm100::TmemPlan<kSwapped, kPersistent>;
+    const int values[5] = {T::kBuffers, T::kSfM, T::kSfN, T::kUsed, T::kAllocated};
     std::memcpy(out, values, sizeof values);
   }
-  static bool tmem_plan(bool persistent, int* out) {
-    persistent ? tmem_columns<true>(out) : tmem_columns<false>(out);
+  static bool tmem_plan(bool swapped, bool persistent, int* out) {
+    swapped ? (persistent ? tmem_columns<true, true>(out) : tmem_columns<true, false>(out))
+            : (persistent ? tmem_columns<false, true>(out) : tmem_columns<false, false>(out));
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  static const void* kernel(bool persistent, int /*fixed_n8*/) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
+  template <bool kSwapped>
+  static const void* kernel_of(bool persistent) {
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, true>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, false>);
   }
-  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // one tile shape: no such kernels
+  static const void* kernel(bool persistent, int /*fixed_n8*/, bool swapped) { return swapped ? kernel_of<true>(persistent) : kernel_of<false>(persistent); }
+  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // no kernels built for one wgmma N
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
-  // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
+  // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
   // pre-sm_100 GPUs accept: the dry run and the emulation build use it.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
@@ -2064,10 +2163,11 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
 inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
-inline int64_t tile_cost(int m_rows, int k) { return Arch::tile_cost(m_rows, k); }
+inline int64_t tile_cost(int m_rows, int k, bool swapped) { return Arch::tile_cost(m_rows, k, swapped); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
+  bool swapped = false;         // sm_100a: the swapped tiles (Arch::kSwappedTileM A rows by kTileN B rows)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
@@ -2176,14 +2276,14 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
     own[size_t(cta_of[t])] += tiles[t].cost;
-    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k) * 15 / 16;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, false) * 15 / 16;
   }
   return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, bool swapped) {
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -2191,7 +2291,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
       for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
-        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k)});
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, swapped)});
   }
   std::vector<ScheduledLaunch> launches;
   std::vector<int> cta_of;                     // per tile of the launch
@@ -2223,6 +2323,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
+    launch.swapped = swapped;
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -2231,6 +2332,30 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
   }
   return launches;
 }
+
+// The launches' summed busiest-CTA costs: what the tile shapes are compared by.
+int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector<GroupShape>& groups) {
+  int64_t total = 0;
+  for (const ScheduledLaunch& launch : launches) {
+    int64_t busiest = 0;
+    for (int c = 0; c < launch.ctas(); ++c) {
+      int64_t cost = 0;
+      for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
+        const Tile t = unpack_tile(launch.tiles[size_t(i)]);
+        const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
+        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.swapped);
+      }
+      busiest = std::max(busiest, cost);
+    }
+    total += busiest;
+  }
+  return total;
+}
+
+// Which tiles a problem's launches use. kTilesUnswapped: Arch::kTileM A rows (the only ones where
+// there is no swapped kernel); kTilesSwapped: Arch::kSwappedTileM; kTilesChosen: whichever leaves the
+// busiest CTAs the lower cost (ties: the unswapped ones).
+enum TileChoice { kTilesChosen = -1, kTilesUnswapped = 0, kTilesSwapped = 1 };
 
 // A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
 // group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
@@ -2242,11 +2367,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, TileChoice choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
-  std::vector<int> key{num_sms};
+  if (!Arch::kSwappedTileM) choice = kTilesUnswapped;
+  std::vector<int> key{num_sms, int(choice)};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -2262,9 +2388,20 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     return found;
   }
   auto made = std::make_shared<Schedule>();
-  choose_chunk_rows(groups, num_sms);
+  if (choice != kTilesSwapped) {
+    choose_chunk_rows(groups, num_sms);
+    made->launches = schedule(groups, num_sms, false);
+  }
+  if (choice != kTilesUnswapped) {
+    std::vector<GroupShape> swapped = groups;
+    for (GroupShape& s : swapped) s.chunk_rows = Arch::kSwappedTileM;
+    std::vector<ScheduledLaunch> launches = schedule(swapped, num_sms, true);
+    if (choice == kTilesSwapped || makespan(launches, swapped) < makespan(made->launches, groups)) {
+      groups = std::move(swapped);
+      made->launches = std::move(launches);
+    }
+  }
   for (const GroupShape& s : groups) made->chunk_rows.push_back(s.chunk_rows);
-  made->launches = schedule(groups, num_sms);
   std::lock_guard<std::mutex> lock(mutex);
   recent.insert(recent.begin(), {std::move(key), made});
   if (recent.size() > kRecentProblems) recent.pop_back();
@@ -2306,6 +2443,7 @@ struct Plan {
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
+  std::vector<char> swapped;     // per launch: the swapped tiles' kernel
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -2328,10 +2466,10 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, TileChoice choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
-  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms);
+  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
   for (const ScheduledLaunch& sched : problem->launches) {
@@ -2368,6 +2506,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     plan.grids.push_back(sched.ctas());
     plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
     plan.fixed_n8.push_back(sched.fixed_n8);
+    plan.swapped.push_back(sched.swapped);
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -2388,10 +2527,12 @@ bool prepare_kernels(Status& st) {
   NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
-  for (bool persistent : {false, true})
-    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
-      if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
-        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+  for (bool swapped : {false, true})
+    for (bool persistent : {false, true})
+      for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+        if ((!swapped || Arch::kSwappedTileM) && (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8))
+          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, swapped), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  Arch::kSmemBytes));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
@@ -2407,7 +2548,7 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
+    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
                                         size_t(Arch::kSmemBytes), nullptr));
   }
   return true;
@@ -2448,7 +2589,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
     cudaError_t e = cudaSuccess;
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
               &plan.launches[i], Arch::kPrepass);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
@@ -2485,15 +2626,18 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
 // that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
 // workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int dry_run, void* workspace, void** plan_out, char* err,
-                      int err_len) {
+// tiles: -1 the tile shape the schedule chooses, 0 the unswapped tiles, 1 the swapped ones (sm_100a;
+// elsewhere every value means the one shape there is).
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, void** plan_out,
+                      char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
+  if (tiles < kTilesChosen || tiles > kTilesSwapped) return st.fail("tiles must be -1 (chosen), 0 (unswapped) or 1 (swapped)"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
   assign_workspace(groups, workspace);
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, *plan, st)) {
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, TileChoice(tiles), *plan, st)) {
     delete plan;
     return 1;
   }
@@ -2537,15 +2681,16 @@ int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
 #endif
 }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
-// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), number of tiles; tiles and
-// cta_first_tile copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* num_tiles, uint32_t* tiles,
-                           uint16_t* cta_first) {
+// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), swapped flag, number of tiles;
+// tiles and cta_first_tile copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* swapped, int* num_tiles,
+                           uint32_t* tiles, uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
   *persistent = p->persistent[size_t(launch)];
   *fixed_n8 = p->fixed_n8[size_t(launch)];
+  *swapped = p->swapped[size_t(launch)];
   *num_tiles = a.cta_first_tile[*grid];
   std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
   std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
@@ -2562,29 +2707,32 @@ int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_
   std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
   return 0;
 }
-int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple) {
+// A rows and B rows per tile, the K multiple, and A rows per swapped tile (0: no swapped kernel).
+int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* swapped_tile_m) {
   *tile_m = nvfp4::Arch::kTileM;
+  *swapped_tile_m = nvfp4::Arch::kSwappedTileM;
   *tile_n = nvfp4::Arch::kTileN;
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
-// The schedule alone, from sizes (no GPU): per tile 7 ints: group, m_chunk, n_block, launch, cta, the
-// tile's A rows, and its launch's fixed wgmma N / 8 (0: chosen per tile). Returns the tile count.
-int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int capacity) {
+// The schedule alone, from sizes (no GPU), tiles as nvfp4_plan_create takes it: per tile 8 ints:
+// group, m_chunk, n_block, launch, cta, the tile's A rows, its launch's fixed wgmma N / 8 (0: chosen
+// per tile) and swapped flag. Returns the tile count.
+int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
   for (int g = 0; g < num_groups; ++g)
     groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
   int count = 0, launch = 0;
-  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms)->launches) {
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, TileChoice(tiles))->launches) {
     for (int c = 0; c < sched.ctas(); ++c)
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
         if (count < capacity) {
           const GroupShape& s = groups[size_t(sched.groups[size_t(t.group)])];
-          int* o = out + 7 * count;
+          int* o = out + 8 * count;
           o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
-          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8;
+          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8, o[7] = sched.swapped;
         }
         ++count;
       }
@@ -2592,9 +2740,10 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int* out, int ca
   }
   return count;
 }
-// TMEM columns of the persistent (1) or single-tile (0) sm_100a kernel: buffers, SFA column, SFB
-// column, columns used, columns allocated. Returns 1 on architectures without TMEM.
-int nvfp4_tmem_plan(int persistent, int* out) { return nvfp4::Arch::tmem_plan(persistent != 0, out) ? 0 : 1; }
+// TMEM columns of the sm_100a kernel, swapped (1) or not (0), persistent (1) or single-tile (0):
+// buffers, M-side scale column, N-side scale column, columns used, columns allocated. Returns 1 on
+// architectures without TMEM.
+int nvfp4_tmem_plan(int swapped, int persistent, int* out) { return nvfp4::Arch::tmem_plan(swapped != 0, persistent != 0, out) ? 0 : 1; }
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }
@@ -2671,7 +2820,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     ptr = ctypes.POINTER
     signatures = {
         "nvfp4_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64), c_int]),
-        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_void, ptr(c_void), c_char, c_int]),
+        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, ptr(c_void), c_char, c_int]),
         "nvfp4_plan_launch": (c_int, [c_void, c_char, c_int]),
         "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),
         "nvfp4_graph_launch": (c_int, [c_void]),
@@ -2681,18 +2830,23 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_tcgen05_emulated": (c_int, []),
         "nvfp4_emulation_configure": (c_int, [ctypes.c_uint64, ctypes.c_uint32]),
         "nvfp4_plan_launch_count": (c_int, [c_void]),
-        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, ptr(c_int), ptr(c_int), ptr(c_int), ptr(c_int), ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
+        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, *[ptr(c_int)] * 5, ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
         "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
-        "nvfp4_tile_rows": (c_int, [ptr(c_int), ptr(c_int), ptr(c_int)]),
-        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, ptr(c_int), c_int]),
+        "nvfp4_tile_rows": (c_int, [ptr(c_int)] * 4),
+        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, c_int, ptr(c_int), c_int]),
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
-        "nvfp4_tmem_plan": (c_int, [c_int, ptr(c_int)]),
+        "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype
         getattr(lib, fn).argtypes = argtypes
     return lib
 
+
+# The sm_100a tile shapes (nvfp4_plan_create's tiles): the one the schedule chooses by its cost,
+# 128 rows of A by 128 of B, or swapped (128 rows of B by 256 of A).
+TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED = -1, 0, 1
+TILE_SHAPE_NAMES = {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped"}
 
 _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call
 
@@ -2747,10 +2901,12 @@ class KernelPath:
         self.lib = lib
         self.arch = lib.nvfp4_arch()
         self.emulated = bool(lib.nvfp4_tcgen05_emulated())
-        tile_m, tile_n, k_multiple = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-        self.lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
+        tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
+        self.lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
         self.k_multiple = k_multiple.value
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
+        self.tiles = TILES_CHOSEN  # or TILES_UNSWAPPED / TILES_SWAPPED: the sm_100a tile shape every new plan takes
+        self.tile_shapes = (TILES_UNSWAPPED, TILES_SWAPPED) if swapped_tile_m.value else (TILES_CHOSEN,)  # what the kernels can run
         self.capacity = capacity
         self._plans = {}
         self._dead = []   # keys of plans whose tensors died (appended by weakref callbacks)
@@ -2826,7 +2982,8 @@ class KernelPath:
             while len(self._plans) >= self.capacity:
                 self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
             workspace = self._shared_workspace
-            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err, workspace, pointers), self._dead)
+            plan = self._plans[key] = _Plan(key, *create_plan(self.lib, data, self.num_sms, 0, err, workspace, pointers, self.tiles),
+                                            self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
         else:
@@ -2861,12 +3018,12 @@ def _new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
 
 
 def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err, workspace=_new_workspace,
-                pointers=None) -> tuple[int, torch.Tensor | None]:
+                pointers=None, tiles: int = TILES_CHOSEN) -> tuple[int, torch.Tensor | None]:
     """A C++ plan for `data` and the workspace it uses (keep it alive as long as the plan).
 
     workspace(nbytes, device) gives the device memory, when the plan needs any. pointers: the data
     pointers of _flat_tensors(), when the caller has them. Returns (handle, workspace or None);
-    dry_run as nvfp4_plan_create takes it. ValueError on refusal.
+    dry_run and tiles as nvfp4_plan_create takes them. ValueError on refusal.
     """
     abc, _, sf_reordered, sizes = data
     if pointers is None:
@@ -2880,7 +3037,7 @@ def create_plan(lib: ctypes.CDLL, data: input_t, num_sms: int, dry_run: int, err
     buffer = workspace(nbytes, abc[0][0].device) if nbytes else None
     handle = ctypes.c_void_p()
     pointer = buffer.data_ptr() if buffer is not None else None
-    if lib.nvfp4_plan_create(packed, len(sizes), num_sms, dry_run, pointer, ctypes.byref(handle), err, len(err)):
+    if lib.nvfp4_plan_create(packed, len(sizes), num_sms, tiles, dry_run, pointer, ctypes.byref(handle), err, len(err)):
         raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
     return handle.value, buffer
 
@@ -3033,13 +3190,21 @@ def first_mismatch(out: output_t, exact: list) -> str | None:
 
 def self_check_failure(path: "KernelPath", device: torch.device) -> str | None:
     """What went wrong when `path` computed self_check_input() (outside exact_products()' bounds,
-    or a launch or CUDA error), or None."""
-    data = self_check_input(device)
-    exact = exact_products(data)
+    or a launch or CUDA error) in any of its tile shapes, or None."""
+    chosen = path.tiles
     try:
-        return first_mismatch(path(data), exact)  # waits for the kernel: its CUDA errors surface here
-    except (RuntimeError, ValueError) as e:
-        return f"{type(e).__name__}: {e}"
+        for tiles in path.tile_shapes:
+            path.tiles = tiles
+            data = self_check_input(device)  # new tensors: a plan of their own, in this shape
+            try:
+                failure = first_mismatch(path(data), exact_products(data))  # waits for the kernel: its CUDA errors surface here
+            except (RuntimeError, ValueError) as e:
+                failure = f"{type(e).__name__}: {e}"
+            if failure is not None:
+                return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[tiles]} tiles: {failure}"
+        return None
+    finally:
+        path.tiles = chosen
 
 
 def self_checked(path: "KernelPath", device: torch.device, verdict: str | None = None):

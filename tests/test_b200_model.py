@@ -69,8 +69,20 @@ def test_the_fit_matches_every_worklog_point_within_its_documented_error():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="the plan's schedule comes from the sm_100a library (needs nvcc)")
 def test_our_estimate_uses_the_plans_real_schedule():
     for case, (m, n, k) in enumerate(model.BENCHMARKS):
-        schedule = model.our_schedule(m, n, k)
-        tiles = [t for unit in schedule for t in unit]
-        assert sorted(tiles) == sorted(model.tiles(model.Shape(), m, n, k)) and len(schedule) <= model.SMS
+        for forced, shape in ((0, model.Shape()), (1, model.Shape(**model.SWAPPED))):
+            schedule, swapped = model.our_schedule(m, n, k, forced)
+            tiles = [t for unit in schedule for t in unit]
+            assert swapped == bool(forced) and sorted(tiles) == sorted(model.tiles(shape, m, n, k)) and len(schedule) <= model.SMS
     table = model.case_table(model.OURS, model.Params())
     assert table.count("\n| ") == 1 + len(model.BENCHMARKS)
+
+
+def test_the_design_search_finds_nothing_worse_than_the_winners_own_shapes():
+    """Every shape of the worklog's last version lies in the design space, so the best per case is at
+    or below that version's estimate; and the space holds no duplicates."""
+    params = model.Params()
+    space = model.design_space()
+    assert len(space) == len(set(space)) and all(s in space for s in model.WORKLOG["v6b"][0].shapes)
+    v6b = model.WORKLOG["v6b"][0]
+    for case, (us, shape) in enumerate(model.best_designs(params)):
+        assert us <= model.estimate(v6b, model.work(v6b, case), params).us + 1e-9 and shape in space

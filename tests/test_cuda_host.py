@@ -79,13 +79,20 @@ def test_scale_offsets_match_the_reordered_layout(lib, mn, k):
     np.testing.assert_array_equal(memory[offsets], plain)
 
 
-def schedule(lib, m, n, k, num_sms):
-    """Per tile: group, m chunk, n block, launch, CTA, A rows, the launch's fixed wgmma N / 8."""
+def schedule(lib, m, n, k, num_sms, tiles=-1):
+    """Per tile: group, m chunk, n block, launch, CTA, A rows, the launch's fixed wgmma N / 8 and swapped flag."""
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for triple in zip(m, n, k) for v in triple])
     capacity = 1 << 16
-    out = (ctypes.c_int * (7 * capacity))()
-    count = lib.nvfp4_schedule(mnk, len(m), num_sms, out, capacity)
-    return np.array(out[: 7 * count]).reshape(count, 7)
+    out = (ctypes.c_int * (8 * capacity))()
+    count = lib.nvfp4_schedule(mnk, len(m), num_sms, tiles, out, capacity)
+    return np.array(out[: 8 * count]).reshape(count, 8)
+
+
+def tile_rows(lib):
+    """A rows, B rows per tile, the K multiple, A rows per swapped tile."""
+    values = [ctypes.c_int() for _ in range(4)]
+    lib.nvfp4_tile_rows(*map(ctypes.byref, values))
+    return [v.value for v in values]
 
 
 def schedule_cases():
@@ -98,23 +105,26 @@ def schedule_cases():
 
 @pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
 @pytest.mark.parametrize("num_sms", [132, 148])
-def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms):
-    tile_m, tile_n, k_mult = (ctypes.c_int() for _ in range(3))
-    lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_mult))
-    m, n, k = case["m"], case["n"], tuple(max(v, k_mult.value) // k_mult.value * k_mult.value for v in case["k"])
-    tiles = schedule(lib, m, n, k, num_sms)
+@pytest.mark.parametrize("choice", [-1, 0, 1], ids=["chosen", "unswapped", "swapped"])
+def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms, choice):
+    tile_m, tile_n, k_mult, swapped_tile_m = tile_rows(lib)
+    m, n, k = case["m"], case["n"], tuple(max(v, k_mult) // k_mult * k_mult for v in case["k"])
+    tiles = schedule(lib, m, n, k, num_sms, choice)
     keys = [tuple(t[:3]) for t in tiles]
     assert len(keys) == len(set(keys)), "a tile is scheduled twice"
+    swapped = set(tiles[:, 7])
+    assert len(swapped) == 1 and swapped <= ({0} if not swapped_tile_m or choice == 0 else {1} if choice == 1 else {0, 1})
+    widest = swapped_tile_m if 1 in swapped else tile_m
     for g in range(len(m)):
-        chunks = {mc: rows for (gg, mc, _, _, _, rows, _) in tiles if gg == g}
+        chunks = {mc: rows for (gg, mc, _, _, _, rows, _, _) in tiles if gg == g}
         if m[g] == 0:
             assert not chunks
             continue
-        expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // tile_n.value))}
+        expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // tile_n))}
         assert {key for key in keys if key[0] == g} == expected
         rows = [chunks[mc] for mc in range(len(chunks))]
-        assert sum(rows) == m[g] and rows[0] <= tile_m.value and all(r == rows[0] for r in rows[:-1]) and 0 < rows[-1] <= rows[0]
-    for _, _, _, _, _, rows, fixed_n8 in tiles:
+        assert sum(rows) == m[g] and rows[0] <= widest and all(r == rows[0] for r in rows[:-1]) and 0 < rows[-1] <= rows[0]
+    for _, _, _, _, _, rows, fixed_n8, _ in tiles:
         assert fixed_n8 == 0 or rows <= 8 * fixed_n8
     for launch in set(tiles[:, 3]):
         ctas = tiles[tiles[:, 3] == launch][:, 4]
@@ -147,7 +157,7 @@ def test_sm90_tiles_of_mixed_widths_keep_the_kernel_choosing_each_n():
     # One wave (66 tiles of 256 rows and one of 8), but issued with N = 256 the narrow tile's long K
     # would take longer than all of the wide tiles.
     assert launch_kernels(lib90, (256, 8), (128 * 66, 128), (256, 8192)) == [0]
-    assert launch_kernels(load(100), (128, 384), (4096, 4096), (1536, 1536)) == [0]  # sm_100a: one tile shape
+    assert launch_kernels(load(100), (128, 384), (4096, 4096), (1536, 1536)) == [0]  # sm_100a: no kernels built for one N
 
 
 def test_few_tiles_per_cta_are_rebalanced_after_lpt():
@@ -183,8 +193,26 @@ def test_tmem_plan_fits_its_allocation():
     lib100 = load(100)
     assert tmem_problems(lib100) == []
     plan = (ctypes.c_int * 5)()
-    assert lib100.nvfp4_tmem_plan(1, plan) == 0 and list(plan) == [2, 256, 272, 288, 512]
-    assert lib100.nvfp4_tmem_plan(0, plan) == 0 and list(plan) == [1, 128, 144, 160, 256]
+    assert lib100.nvfp4_tmem_plan(0, 1, plan) == 0 and list(plan) == [2, 256, 272, 288, 512]
+    assert lib100.nvfp4_tmem_plan(0, 0, plan) == 0 and list(plan) == [1, 128, 144, 160, 256]
+    # Swapped: a 256-column accumulator, whose second would leave no room for the scales.
+    assert lib100.nvfp4_tmem_plan(1, 1, plan) == 0 and list(plan) == [1, 256, 272, 304, 512]
+    assert lib100.nvfp4_tmem_plan(1, 0, plan) == 0 and list(plan) == [1, 256, 272, 304, 512]
+
+
+def test_sm100_tile_shape_follows_the_cost_of_the_busiest_cta():
+    """The benchmark cases on 148 SMs: cases 0 and 1 (8 groups of 40 to 248 rows, many tiles per CTA)
+    read each B tile once for all of a group's rows in swapped tiles; cases 2 and 3 (two groups,
+    fewer 128 x 128 tiles than SMs) keep the unswapped ones, whose busiest CTA loads less. A forced
+    shape is taken as asked; sm_90a has one shape."""
+    from nvcc_build import load
+
+    lib100, benchmarks = load(100), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
+    chosen = [set(schedule(lib100, c["m"], c["n"], c["k"], 148)[:, 7]) for c in benchmarks]
+    assert chosen == [{1}, {1}, {0}, {0}]
+    case = benchmarks[2]
+    assert set(schedule(lib100, case["m"], case["n"], case["k"], 148, 1)[:, 7]) == {1}
+    assert set(schedule(load(90), case["m"], case["n"], case["k"], 132, 1)[:, 7]) == {0}
 
 
 @requires_cuda

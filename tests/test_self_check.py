@@ -78,6 +78,7 @@ def test_the_bounds_take_a_correct_fp32_accumulation_in_any_order():
 class WrongKernel:
     """A stand-in kernel path that computes the right thing except one element."""
     arch, emulated = 100, True
+    tiles, tile_shapes = submission.TILES_CHOSEN, (submission.TILES_CHOSEN,)
 
     def __call__(self, data):
         out = submission.portable_kernel(data)
@@ -94,7 +95,7 @@ def test_a_wrong_result_falls_back_to_the_portable_path_with_one_warning(capfd):
 def test_a_kernel_that_raises_falls_back_too(capfd):
     def broken(data):
         raise RuntimeError("nvfp4 grouped gemm: launch failed: too many resources requested for launch")
-    broken.arch, broken.emulated = 100, True
+    broken.arch, broken.emulated, broken.tiles, broken.tile_shapes = 100, True, submission.TILES_CHOSEN, (submission.TILES_CHOSEN,)
     assert submission.self_checked(broken, torch.device("cpu")) is submission.portable_kernel
     assert "RuntimeError: nvfp4 grouped gemm: launch failed" in capfd.readouterr().err
 
@@ -146,6 +147,7 @@ def test_the_scaled_mm_fallback_hands_its_operands_over_as_scaled_mm_takes_them(
 class CountingKernel:
     """A stand-in kernel path that is right, and counts its calls."""
     arch, emulated = 100, True
+    tiles, tile_shapes = submission.TILES_CHOSEN, (submission.TILES_CHOSEN,)
 
     def __init__(self):
         self.calls = 0

@@ -243,10 +243,18 @@ def emulated_path(num_sms: int, overrides: dict | None = None) -> submission.Ker
     return path
 
 
-@pytest.fixture(scope="module", params=["single-tile", "persistent"])
+TILE_SHAPES = {"unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED}
+
+
+@pytest.fixture(scope="module", params=[(ctas, shape) for shape in TILE_SHAPES for ctas in ("single-tile", "persistent")],
+                ids=lambda p: "-".join(p))
 def path(request):
-    """As many CTAs as the GPU has SMs (these cases: one tile each), or 2 (each CTA walks several tiles)."""
-    return emulated_path(torch.cuda.get_device_properties(0).multi_processor_count if request.param == "single-tile" else 2)
+    """Every kernel: either tile shape, on as many CTAs as the GPU has SMs (these cases: one tile each)
+    or on 2 (each CTA walks several tiles)."""
+    ctas, shape = request.param
+    path = emulated_path(torch.cuda.get_device_properties(0).multi_processor_count if ctas == "single-tile" else 2)
+    path.tiles = TILE_SHAPES[shape]
+    return path
 
 
 def run_poisoned(path, data, seed: int = LAZY_SEED):
@@ -261,8 +269,8 @@ def run_poisoned(path, data, seed: int = LAZY_SEED):
 
 def check(path, data, seed: int):
     """Poisoned outputs against the exact product under the seed; and the kernel variant is the one the fixture names."""
-    for ctas, tiles, persistent, fixed_n8 in launches(path, data):
-        assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0
+    for ctas, tiles, persistent, fixed_n8, swapped in launches(path, data):
+        assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0 and swapped == bool(path.tiles)
     out, data = run_poisoned(path, data, seed)
     assert_matches_exact(out, data)
 
@@ -294,7 +302,11 @@ def test_sixty_four_groups(path, seed):
 # ----------------------------------------------------------------------------- it catches layout bugs
 BROKEN = {
     "A/B descriptors without the 128-byte swizzle": ("| 1ull << 46 | 2ull << 61;", "| 1ull << 46 | 0ull << 61;"),
-    "scale columns of the next 32 rows": ("tmem + Tmem::kSfa + k_sf * 4 + scale_a_offset", "tmem + Tmem::kSfa + k_sf * 4 + scale_a_offset + 1"),
+    "scale columns of the next 32 rows": ("instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,",
+                                          "instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4 + 1,"),
+    # The swapped tiles' own parts: the N side's second piece, and the epilogue's transpose.
+    "swapped: the second N piece reads the first piece's A rows": ("desc_ab(n_tile + p * 128 * 128 + k * 32)", "desc_ab(n_tile + k * 32)"),
+    "swapped: the staging written untransposed": ("rows[j * 32 + lane] = __float2half_rn(v[j]);", "rows[lane * 32 + j] = __float2half_rn(v[j]);"),
 }
 
 
@@ -303,7 +315,8 @@ def test_a_deliberately_broken_layout_fails(bug):
     from nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN[bug]))
-    data = generate_input((128, 64), (256, 128), (512, 256), 2, seed=3)
+    path.tiles = submission.TILES_SWAPPED if bug.startswith("swapped") else submission.TILES_UNSWAPPED
+    data = generate_input((256, 64), (256, 128), (512, 256), 2, seed=3)
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):
         assert_matches_exact(out, data)
@@ -350,6 +363,14 @@ def test_the_self_check_passes_the_emulated_kernel_silently(capfd):
     path = emulated_path(8)
     assert submission.self_checked(path, torch.device("cuda")) is path
     assert capfd.readouterr().err == ""
+
+
+def test_the_self_check_runs_each_tile_shape_and_names_the_one_that_fails():
+    from nvcc_build import replacing
+
+    path = emulated_path(8, replacing(BROKEN["swapped: the staging written untransposed"]))
+    failure = submission.self_check_failure(path, torch.device("cuda"))
+    assert failure is not None and failure.startswith("swapped tiles: ") and path.tiles == submission.TILES_CHOSEN
 
 
 def test_a_planted_wrong_result_falls_back_with_one_warning_and_passes_the_harness(tmp_path):

@@ -22,6 +22,7 @@ reading each byte once from DRAM, multicast, cluster launch control, MMA issue d
 """
 import argparse
 import heapq
+import itertools
 import math
 import sys
 from dataclasses import dataclass, replace
@@ -56,6 +57,8 @@ class Shape:
     order: str = "n_fastest"   # tile order: n_fastest, m_fastest, n_column (each CTA keeps one N tile), ours (the plan's schedule)
     one_tile_per_cta: bool = False  # a CTA per tile, placed on SMs as they free up; else a static schedule over `ctas`
     sort_groups: bool = False  # groups by descending M first
+    swapped: bool = False      # B's rows are the MMA's M side and a tile's A rows its N side, rounded up to 16 (not to tile_m)
+    single_buffer: bool = False  # one TMEM accumulator: the epilogue never overlaps the next tile's K loop
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class Config:
     store_bytes: int = 4            # bytes per store instruction in the epilogue
     double_buffered: bool = False   # the epilogue of tile t overlaps the K loop of tile t + 1
     fill_unrolled: bool = False     # the first pipeline fill issued without waits
+    tiles: bool | None = None       # order "ours": the plan's choice of tile shape (None), or swapped (True) or not (False)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class Work:
     units: int
     slots: int                 # units that fit on the GPU at once
     one_tile_per_cta: bool
+    double_buffered: bool
     dram_bytes: float
 
 
@@ -131,8 +136,9 @@ def static_schedule(shape: Shape, m: tuple, n: int, k: int) -> list[list[tuple[i
     return [ordered[u::used] for u in range(used)]
 
 
-def our_schedule(m: tuple, n: int, k: int) -> list[list[tuple[int, int, int]]]:
-    """The tiles of each CTA in the sm_100a plan's real schedule (built by the sm_100a library; needs nvcc)."""
+def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[tuple[int, int, int]]], bool]:
+    """The tiles of each CTA in the sm_100a plan's real schedule (built by the sm_100a library; needs
+    nvcc), tiles as nvfp4_plan_create takes it (-1: the shape the plan chooses); and whether they are swapped."""
     import ctypes
 
     sys.path.insert(0, str(ROOT / "tools"))
@@ -141,19 +147,28 @@ def our_schedule(m: tuple, n: int, k: int) -> list[list[tuple[int, int, int]]]:
     lib = load(100)
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for g in range(len(m)) for v in (m[g], n, k)])
     capacity = 1 << 16
-    out = (ctypes.c_int * (7 * capacity))()
-    count = lib.nvfp4_schedule(mnk, len(m), SMS, out, capacity)
-    rows = np.array(out[: 7 * count]).reshape(count, 7)
+    out = (ctypes.c_int * (8 * capacity))()
+    count = lib.nvfp4_schedule(mnk, len(m), SMS, tiles, out, capacity)
+    rows = np.array(out[: 8 * count]).reshape(count, 8)
     if len(set(rows[:, 3])) != 1:
         raise ValueError("the model handles one launch per case")
     ctas = int(rows[:, 4].max()) + 1
-    return [[(int(g), int(mt), int(nt)) for g, mt, nt, _, c, _, _ in rows if c == cta] for cta in range(ctas)]
+    schedule = [[(int(g), int(mt), int(nt)) for g, mt, nt, _, c, *_ in rows if c == cta] for cta in range(ctas)]
+    return schedule, bool(rows[0, 7])
+
+
+# Our swapped tiles (csrc/sm100 TileShape<true>): 128 rows of B by up to 256 of A, one accumulator.
+SWAPPED = dict(swapped=True, tile_m=256, single_buffer=True)
 
 
 def work(config: Config, case: int) -> Work:
     shape = config.shapes[case]
     m, n, k = BENCHMARKS[case]
-    schedule = our_schedule(m, n, k) if shape.order == "ours" else static_schedule(shape, m, n, k)
+    if shape.order == "ours":  # the plan's schedule, of the tile shape it chooses (or is asked for)
+        schedule, swapped = our_schedule(m, n, k, {None: -1, False: 0, True: 1}[config.tiles])
+        shape = replace(shape, **SWAPPED) if swapped else shape
+    else:
+        schedule = static_schedule(shape, m, n, k)
     split = 2 if shape.pair else 1
     columns = dict(unit=[], position=[], k_blocks=[], load_bytes=[], flop=[], store_bytes=[])
     for u, unit_tiles in enumerate(schedule):
@@ -164,11 +179,13 @@ def work(config: Config, case: int) -> Work:
             columns["position"].append(i)
             columns["k_blocks"].append(k // shape.tile_k)
             columns["load_bytes"].append((a_rows + b_rows) * (shape.tile_k / 2 + shape.tile_k / 16))  # FP4 and its scales
-            columns["flop"].append(2.0 * shape.tile_m * shape.tile_n * shape.tile_k / split)
+            mma_rows = -(-rows // 16) * 16 if shape.swapped else shape.tile_m
+            columns["flop"].append(2.0 * mma_rows * shape.tile_n * shape.tile_k / split)
             columns["store_bytes"].append(2.0 * rows * cols / split)
     arrays = {key: np.array(v, dtype=float) for key, v in columns.items()}
     return Work(arrays["unit"].astype(int), arrays["position"].astype(int), arrays["k_blocks"], arrays["load_bytes"], arrays["flop"],
                 arrays["store_bytes"], len(schedule), SMS // split, shape.one_tile_per_cta,
+                config.double_buffered and not shape.single_buffer,
                 sum(mi * k / 2 + n * k / 2 + (mi + n) * k / 16 + 2 * mi * n for mi in m))
 
 
@@ -190,7 +207,7 @@ def estimate(config: Config, w: Work, p: Params) -> Estimate:
             heapq.heappush(free, heapq.heappop(free) + d)
         slowest = max(free)
     else:
-        if config.double_buffered:  # tile i's K loop waits for tile i - 1's epilogue only where that is longer
+        if w.double_buffered:  # tile i's K loop waits for tile i - 1's epilogue only where that is longer
             previous_epilogue = np.where(w.position > 0, np.roll(epilogue, 1), 0.0)
             per_unit = np.bincount(w.unit, np.maximum(main, previous_epilogue), w.units)
             last = np.zeros(w.units)
@@ -237,14 +254,17 @@ WORKLOG = {
     "v6": (Config("v6", _V6, store_bytes=32, double_buffered=True, fill_unrolled=True), (27.9, 19.7, 8.5, 6.43)),
     "v6b": (Config("v6b", _V6, store_bytes=32, double_buffered=True, fill_unrolled=True), (27.9, 19.4, 8.48, 6.43)),
 }
-# Today's sm_100a kernel (csrc/sm100): 128 x 128 x 256 tiles, one CTA each, the plan's LPT schedule
-# over at most 148 CTAs, TMEM double-buffered when a CTA has several tiles, each thread storing its
-# row 32 bytes at a time in 16-byte stores, the first pipeline fill issued without waits.
+# Today's sm_100a kernel (csrc/sm100): one CTA per tile, the plan's LPT schedule over at most 148
+# CTAs, each thread storing 16 bytes at a time, the first pipeline fill issued without waits; 128 x
+# 128 x 256 tiles, TMEM double-buffered when a CTA has several, or the swapped tiles where the plan
+# finds its busiest CTA's cost lower with them (cases 0 and 1).
 OURS = Config("ours", every_case(order="ours"), store_bytes=16, double_buffered=True, fill_unrolled=True)
-# Earlier forms of it, which the model ranks against it.
+# Earlier and other forms of it, which the model ranks against it.
 CANDIDATES = {
-    "ours-half2": replace(OURS, name="ours-half2", store_bytes=4, fill_unrolled=False),  # 4-byte half2 stores, waits in the first fill
-    "ours-waited-fill": replace(OURS, name="ours-waited-fill", fill_unrolled=False),
+    "ours-half2": replace(OURS, name="ours-half2", store_bytes=4, fill_unrolled=False, tiles=False),  # 4-byte half2 stores, waits in the first fill
+    "ours-waited-fill": replace(OURS, name="ours-waited-fill", fill_unrolled=False, tiles=False),
+    "ours-unswapped": replace(OURS, name="ours-unswapped", tiles=False),  # the 128 x 128 tiles only
+    "ours-swapped": replace(OURS, name="ours-swapped", tiles=True),      # the swapped tiles only
 }
 
 
@@ -293,6 +313,36 @@ def nelder_mead(f, x0: np.ndarray, iterations: int, scale: float = 0.3) -> np.nd
     return simplex[int(np.argmin(values))]
 
 
+# ----------------------------------------------------------------------------- the design space
+def design_space() -> list[Shape]:
+    """Every tiling the model can describe: one CTA or a pair, swapped or not, A rows per tile, the
+    tile orders, groups sorted or not, one accumulator or two (where two fit in TMEM's 512 columns
+    beside 48 scale columns)."""
+    shapes = []
+    for swapped, pair, tile_m, order, sort, single in itertools.product(
+            (False, True), (False, True), (64, 96, 128, 160, 192, 256), ("n_fastest", "m_fastest", "n_column"), (False, True), (False, True)):
+        if not swapped and (tile_m not in (128, 256) or (tile_m == 256 and not pair)):
+            continue
+        for tile_n in ((256,) if pair else (128,)) if swapped else ((128, 256) if pair else (128,)):
+            columns = tile_m if swapped else tile_n // (2 if pair else 1)  # accumulator columns per CTA
+            if single or 2 * columns + 48 <= 512:
+                shapes.append(Shape(tile_m=tile_m, tile_n=tile_n, pair=pair, order=order, sort_groups=sort, swapped=swapped, single_buffer=single))
+    return shapes
+
+
+def best_designs(params: Params) -> list[tuple[float, Shape]]:
+    """Per case, the design space's lowest estimate (16-byte stores, double-buffered where it fits,
+    the first fill unrolled) and its shape."""
+    best = []
+    for case in range(len(BENCHMARKS)):
+        found = []
+        for shape in design_space():
+            config = Config("search", (shape,) * len(BENCHMARKS), store_bytes=16, double_buffered=True, fill_unrolled=True)
+            found.append((estimate(config, work(config, case), params).us, shape))
+        best.append(min(found, key=lambda f: f[0]))
+    return best
+
+
 # ----------------------------------------------------------------------------- the command line
 def case_table(config: Config, params: Params) -> str:
     lines = [f"{config.name}: per case", "| case | tiles | units | DRAM MB | DRAM us | slowest unit us | estimate us | SOL us |", "|---|---|---|---|---|---|---|---|"]
@@ -307,6 +357,7 @@ def case_table(config: Config, params: Params) -> str:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", nargs="*", default=[], help=f"per-case tables of these: ours, {', '.join([*CANDIDATES, *WORKLOG])}")
+    parser.add_argument("--search", action="store_true", help="the lowest estimate per case over the model's whole design space")
     args = parser.parse_args()
     params, errors = fit()
     print("fitted: " + ", ".join(f"{k} {v:.4g}" for k, v in vars(params).items()))
@@ -322,6 +373,12 @@ def main():
         config = OURS if name == "ours" else CANDIDATES[name] if name in CANDIDATES else WORKLOG[name][0]
         estimates = [estimate(config, work(config, c), params).us for c in range(len(BENCHMARKS))]
         print("\n" + case_table(config, params) + f"\ngeomean estimate {geomean(estimates):.2f} us")
+    if args.search:
+        best = best_designs(params)
+        print(f"\nthe design space's best per case ({len(design_space())} shapes):")
+        for case, (us, shape) in enumerate(best):
+            print(f"  case {case}: {us:.2f} us, {shape}")
+        print(f"geomean of the per-case bests {geomean([us for us, _ in best]):.2f} us")
 
 
 if __name__ == "__main__":

@@ -36,28 +36,29 @@ def byte_element_maps(lib) -> bool:
     return lib.nvfp4_arch() == 100 and torch.cuda.get_device_capability()[0] < 10
 
 
-def plan_for(lib, data, num_sms):
+def plan_for(lib, data, num_sms, tiles):
     """(handle, workspace) of a plan that is only inspected, never launched."""
     mode = 2 if byte_element_maps(lib) else 1
-    return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512))
+    return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512), tiles=tiles)
 
 
-def check_case(lib, data, num_sms) -> list[str]:
+def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
     """Problems found in the launch arguments for `data` (empty when all checks pass)."""
     abc, _, sfr, sizes = data
-    tile_m, tile_n, k_multiple = (ctypes.c_int() for _ in range(3))
-    lib.nvfp4_tile_rows(ctypes.byref(tile_m), ctypes.byref(tile_n), ctypes.byref(k_multiple))
+    tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
+    lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
     try:
-        handle, _workspace = plan_for(lib, data, num_sms)
+        handle, _workspace = plan_for(lib, data, num_sms, tiles)
     except ValueError as e:
         return [str(e)]
     problems, seen, chunk_rows = [], {}, {}
     try:
         for launch in range(lib.nvfp4_plan_launch_count(handle)):
-            grid, persistent, fixed_n8, count = (ctypes.c_int() for _ in range(4))
-            tiles, firsts = (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 512)()
-            lib.nvfp4_plan_launch_info(handle, launch, ctypes.byref(grid), ctypes.byref(persistent), ctypes.byref(fixed_n8),
-                                       ctypes.byref(count), tiles, firsts)
+            grid, persistent, fixed_n8, swapped, count = (ctypes.c_int() for _ in range(5))
+            packed, firsts = (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 512)()
+            lib.nvfp4_plan_launch_info(handle, launch, *map(ctypes.byref, (grid, persistent, fixed_n8, swapped, count)), packed, firsts)
+            if tiles != submission.TILES_CHOSEN and lib.nvfp4_arch() == 100 and swapped.value != tiles:
+                problems.append(f"launch {launch}: swapped={swapped.value}, asked for tiles={tiles}")
             if not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > grid.value):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
             if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8):
@@ -66,7 +67,7 @@ def check_case(lib, data, num_sms) -> list[str]:
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")
             groups = {}
             for i in range(count.value):
-                local, m_chunk, n_block = tiles[i] & 127, (tiles[i] >> 7) & 511, tiles[i] >> 16
+                local, m_chunk, n_block = packed[i] & 127, (packed[i] >> 7) & 511, packed[i] >> 16
                 if local not in groups:
                     out, ta, tb = (ctypes.c_int64 * 8)(), (ctypes.c_uint8 * 128)(), (ctypes.c_uint8 * 128)()
                     lib.nvfp4_plan_group(handle, launch, local, out, ta, tb)
@@ -91,7 +92,8 @@ def check_case(lib, data, num_sms) -> list[str]:
                 rows = min(chunk, m - off_m)
                 wgmma_rows = 8 * fixed_n8.value if fixed_n8.value else -(-rows // 8) * 8
                 chunk_rows.setdefault(g, set()).add(chunk)
-                if (chunk not in ((tile_m.value,) if lib.nvfp4_arch() == 100 else range(8, tile_m.value + 1, 8))
+                sm100_rows = swapped_tile_m.value if swapped.value else tile_m.value
+                if (chunk not in ((sm100_rows,) if lib.nvfp4_arch() == 100 else range(8, tile_m.value + 1, 8))
                         or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)):
                     problems.append(f"group {g} tile {key}: {rows} rows of an A chunk of {chunk}, a box of {box}, wgmma N {wgmma_rows}")
     finally:
@@ -111,15 +113,21 @@ def check_case(lib, data, num_sms) -> list[str]:
 
 
 def tmem_problems(lib) -> list[str]:
+    """Each sm_100a kernel's TMEM columns: accumulators (128 columns, swapped 256, each), then 16
+    scale columns for the M side and 16 per 128 rows of the N side, inside a power-of-two allocation."""
     problems = []
-    for persistent in (0, 1):
-        plan = (ctypes.c_int * 5)()
-        if lib.nvfp4_tmem_plan(persistent, plan):
-            return []
-        buffers, sfa, sfb, used, allocated = plan
-        if not (sfa >= buffers * 128 and sfb >= sfa + 16 and used >= sfb + 16 and used <= allocated <= 512
-                and allocated & (allocated - 1) == 0 and allocated >= 32):
-            problems.append(f"TMEM plan (persistent={persistent}) {list(plan)} does not fit its allocation")
+    for swapped in (0, 1):
+        for persistent in (0, 1):
+            plan = (ctypes.c_int * 5)()
+            if lib.nvfp4_tmem_plan(swapped, persistent, plan):
+                return []
+            buffers, sf_m, sf_n, used, allocated = plan
+            tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
+            lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
+            n_rows = swapped_tile_m.value if swapped else tile_n.value
+            if not (sf_m >= buffers * n_rows and sf_n >= sf_m + 16 and used >= sf_n + 16 * (n_rows // 128) and used <= allocated <= 512
+                    and allocated & (allocated - 1) == 0 and allocated >= 32 and buffers in (1, 2)):
+                problems.append(f"TMEM plan (swapped={swapped}, persistent={persistent}) {list(plan)} does not fit its allocation")
     return problems
 
 
@@ -136,10 +144,13 @@ def main():
     failures = tmem_problems(lib)
     if byte_element_maps(lib):
         print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
+    choices = {"chosen": submission.TILES_CHOSEN, "unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED}
     for spec, case in cases():
-        problems = check_case(lib, generate_input(**case), num_sms)
-        print(f"{'ok  ' if not problems else 'FAIL'} {spec}", flush=True)
-        failures += problems
+        data = generate_input(**case)
+        for label, tiles in (choices.items() if args.arch == 100 else [("", submission.TILES_CHOSEN)]):
+            problems = check_case(lib, data, num_sms, tiles)
+            print(f"{'ok  ' if not problems else 'FAIL'} {spec} {label}", flush=True)
+            failures += problems
     for p in failures:
         print("  " + p)
     print(f"dry run sm_{submission.BUILD_TARGETS[args.arch]} on {torch.cuda.get_device_name()}: {'pass' if not failures else 'fail'}")

@@ -33,6 +33,7 @@ struct Plan {
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
+  std::vector<char> swapped;     // per launch: the swapped tiles' kernel
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -55,10 +56,10 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, TileChoice choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
-  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms);
+  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
   for (const ScheduledLaunch& sched : problem->launches) {
@@ -95,6 +96,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     plan.grids.push_back(sched.ctas());
     plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
     plan.fixed_n8.push_back(sched.fixed_n8);
+    plan.swapped.push_back(sched.swapped);
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -115,10 +117,12 @@ bool prepare_kernels(Status& st) {
   NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
-  for (bool persistent : {false, true})
-    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
-      if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
-        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+  for (bool swapped : {false, true})
+    for (bool persistent : {false, true})
+      for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+        if ((!swapped || Arch::kSwappedTileM) && (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8))
+          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, swapped), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  Arch::kSmemBytes));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
@@ -134,7 +138,7 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
+    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
                                         size_t(Arch::kSmemBytes), nullptr));
   }
   return true;
@@ -175,7 +179,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
     cudaError_t e = cudaSuccess;
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
               &plan.launches[i], Arch::kPrepass);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);

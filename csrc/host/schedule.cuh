@@ -33,10 +33,11 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
 inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
-inline int64_t tile_cost(int m_rows, int k) { return Arch::tile_cost(m_rows, k); }
+inline int64_t tile_cost(int m_rows, int k, bool swapped) { return Arch::tile_cost(m_rows, k, swapped); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
+  bool swapped = false;         // sm_100a: the swapped tiles (Arch::kSwappedTileM A rows by kTileN B rows)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
@@ -145,14 +146,14 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
     own[size_t(cta_of[t])] += tiles[t].cost;
-    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k) * 15 / 16;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, false) * 15 / 16;
   }
   return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms) {
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, bool swapped) {
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -160,7 +161,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
       for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
-        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k)});
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, swapped)});
   }
   std::vector<ScheduledLaunch> launches;
   std::vector<int> cta_of;                     // per tile of the launch
@@ -192,6 +193,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
+    launch.swapped = swapped;
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -200,6 +202,30 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
   }
   return launches;
 }
+
+// The launches' summed busiest-CTA costs: what the tile shapes are compared by.
+int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector<GroupShape>& groups) {
+  int64_t total = 0;
+  for (const ScheduledLaunch& launch : launches) {
+    int64_t busiest = 0;
+    for (int c = 0; c < launch.ctas(); ++c) {
+      int64_t cost = 0;
+      for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
+        const Tile t = unpack_tile(launch.tiles[size_t(i)]);
+        const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
+        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.swapped);
+      }
+      busiest = std::max(busiest, cost);
+    }
+    total += busiest;
+  }
+  return total;
+}
+
+// Which tiles a problem's launches use. kTilesUnswapped: Arch::kTileM A rows (the only ones where
+// there is no swapped kernel); kTilesSwapped: Arch::kSwappedTileM; kTilesChosen: whichever leaves the
+// busiest CTAs the lower cost (ties: the unswapped ones).
+enum TileChoice { kTilesChosen = -1, kTilesUnswapped = 0, kTilesSwapped = 1 };
 
 // A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
 // group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
@@ -211,11 +237,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, TileChoice choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
-  std::vector<int> key{num_sms};
+  if (!Arch::kSwappedTileM) choice = kTilesUnswapped;
+  std::vector<int> key{num_sms, int(choice)};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -231,9 +258,20 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     return found;
   }
   auto made = std::make_shared<Schedule>();
-  choose_chunk_rows(groups, num_sms);
+  if (choice != kTilesSwapped) {
+    choose_chunk_rows(groups, num_sms);
+    made->launches = schedule(groups, num_sms, false);
+  }
+  if (choice != kTilesUnswapped) {
+    std::vector<GroupShape> swapped = groups;
+    for (GroupShape& s : swapped) s.chunk_rows = Arch::kSwappedTileM;
+    std::vector<ScheduledLaunch> launches = schedule(swapped, num_sms, true);
+    if (choice == kTilesSwapped || makespan(launches, swapped) < makespan(made->launches, groups)) {
+      groups = std::move(swapped);
+      made->launches = std::move(launches);
+    }
+  }
   for (const GroupShape& s : groups) made->chunk_rows.push_back(s.chunk_rows);
-  made->launches = schedule(groups, num_sms);
   std::lock_guard<std::mutex> lock(mutex);
   recent.insert(recent.begin(), {std::move(key), made});
   if (recent.size() > kRecentProblems) recent.pop_back();

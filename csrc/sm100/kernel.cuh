@@ -17,7 +17,9 @@ __device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
   st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
+template <bool kSwapped>
 struct Barriers {
+  static constexpr int kStages = TileShape<kSwapped>::kStages;
   uint32_t base;
   __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded
   __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
@@ -25,74 +27,100 @@ struct Barriers {
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out
 };
 
-// Where tile i of this CTA lives: group, first A row, first B row.
+// Where tile i of this CTA lives: group, first A row (C row), first B row (C column), and its A rows.
 struct TileCoords {
   const GroupArgs* g;
-  int group, off_m, off_n;
+  int group, off_m, off_n, rows;
 };
+template <bool kSwapped>
 __device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i) {
   const Tile t = unpack_tile(args.tiles[i]);
-  return TileCoords{&args.groups[t.group], t.group, t.m_chunk * kBlockM, t.n_block * kBlockN};
+  const GroupArgs* g = &args.groups[t.group];
+  const int off_m = t.m_chunk * TileShape<kSwapped>::kRowsA;
+  return TileCoords{g, t.group, off_m, t.n_block * TileShape<kSwapped>::kRowsB, min(TileShape<kSwapped>::kRowsA, g->m - off_m)};
+}
+// The tile's 128-row scale atoms of A that lie inside the matrix (the scales stop at its last atom),
+// and the MMA pieces of its N side: always one when not swapped; swapped, one per 128 A rows.
+template <bool kSwapped>
+__device__ __forceinline__ int a_atoms(const TileCoords& tc) { return kSwapped ? (tc.rows + 127) / 128 : 1; }
+// N of piece p: all 128 B rows; swapped, the piece's A rows rounded up to 32 (the epilogue reads
+// 32 columns at a time, each of which the MMA must have written).
+template <bool kSwapped>
+__device__ __forceinline__ int piece_n(const TileCoords& tc, int p) {
+  return kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
 }
 
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+// The operands of one stage in shared memory: A, B, A's scale atoms, B's scale atom.
+template <bool kSwapped>
+struct StageSmem {
+  uint32_t a, b, sfa, sfb;
+  __device__ StageSmem(uint8_t* smem, int stage) {
+    using S = TileShape<kSwapped>;
+    a = smem_u32(smem + stage * S::kStageBytes), b = a + S::kABytes, sfa = b + S::kBBytes, sfb = sfa + S::kSfaBytes;
+  }
+};
+
+template <bool kSwapped>
+__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, int first, int last) {
+  using S = TileShape<kSwapped>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int k = tc.g->k;
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
+    const int k = tc.g->k, atoms = a_atoms<kSwapped>(tc);
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      if (filled < kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
+      if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
       else mbar_wait_or_trap(bars.mma(stage), mma_phase);
-      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
-      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+      const StageSmem<kSwapped> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(a_smem, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a);
-      tma_load_3d(b_smem, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b);
-      // The four 64-K atoms of this K block are contiguous: one 2048-byte copy per operand.
-      bulk_load_cta(sfa_smem, tc.g->sfa + scale_atom_offset(tc.off_m / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_a);
-      bulk_load_cta(sfb_smem, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfBytes, bars.tma(stage), cache_b);
-      mbar_arrive_expect_tx(bars.tma(stage), kStageBytes);
-      stage = (stage + 1) % kStages;
+      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
+      // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
+      for (int r = 0; r < atoms; ++r)
+        bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
+                      bars.tma(stage), cache_a);
+      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
+      mbar_arrive_expect_tx(bars.tma(stage), S::kABytes + S::kBBytes + (atoms + 1) * kSfAtomBytes);
+      stage = (stage + 1) % S::kStages;
       if (stage == 0) mma_phase ^= 1;
     }
   }
 }
 
-template <bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers bars, uint32_t tmem, int first, int last) {
-  using Tmem = TmemPlan<kPersistent>;
+template <bool kSwapped, bool kPersistent>
+__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
+  using S = TileShape<kSwapped>;
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int scale_a_offset = ((tc.off_m / kBlockM) % (128 / kBlockM)) * (kBlockM / 32);
-    const int scale_b_offset = ((tc.off_n / kBlockN) % (128 / kBlockN)) * (kBlockN / 32);
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
+    const int pieces = a_atoms<kSwapped>(tc);  // swapped: an N piece per A atom; else one
     mbar_wait_or_trap(bars.epilogue(buffer), epilogue_phase);
     tcgen05_fence_after_sync();
-    const uint32_t d_tmem = tmem + buffer * kBlockN;
+    const uint32_t d_tmem = tmem + buffer * S::kNRows;
     for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
       mbar_wait_or_trap(bars.tma(stage), tma_phase);
       tcgen05_fence_after_sync();
-      const uint32_t a_smem = smem_u32(smem + stage * kStageBytes), b_smem = a_smem + kABytes;
-      const uint32_t sfa_smem = b_smem + kBBytes, sfb_smem = sfa_smem + kSfBytes;
+      const StageSmem<kSwapped> st(smem, stage);
+      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
+      const uint32_t m_tile = kSwapped ? st.b : st.a, m_scales = kSwapped ? st.sfb : st.sfa;
+      const uint32_t n_tile = kSwapped ? st.a : st.b, n_scales = kSwapped ? st.sfa : st.sfb;
 #pragma unroll
       for (int k = 0; k < kBlockK / kMmaK; ++k) {
-        tcgen05_cp_scales(tmem + Tmem::kSfa + k * 4, desc_sf(sfa_smem + k * 512));
-        tcgen05_cp_scales(tmem + Tmem::kSfb + k * 4, desc_sf(sfb_smem + k * 512));
+        tcgen05_cp_scales(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
+        for (int p = 0; p < pieces; ++p)
+          tcgen05_cp_scales(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
       }
 #pragma unroll
-      for (int k1 = 0; k1 < kBlockK / 256; ++k1)
-#pragma unroll
-        for (int k2 = 0; k2 < 256 / kMmaK; ++k2) {
-          const int k_sf = k1 * 4 + k2;
-          tcgen05_mma_nvfp4(d_tmem, desc_ab(a_smem + k1 * kBlockM * 128 + k2 * 32), desc_ab(b_smem + k1 * kBlockN * 128 + k2 * 32),
-                            kInstrDesc, tmem + Tmem::kSfa + k_sf * 4 + scale_a_offset, tmem + Tmem::kSfb + k_sf * 4 + scale_b_offset,
-                            (k1 == 0 && k2 == 0) ? uint32_t(iter_k) : 1u);
-        }
+      for (int k = 0; k < kBlockK / kMmaK; ++k)
+        for (int p = 0; p < pieces; ++p)
+          tcgen05_mma_nvfp4(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
+                            instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,
+                            tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
       tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it
-      stage = (stage + 1) % kStages;
+      stage = (stage + 1) % S::kStages;
       if (stage == 0) tma_phase ^= 1;
     }
     tcgen05_commit(bars.mainloop(buffer));  // accumulator complete
@@ -101,56 +129,88 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-// Warps 0-3: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a time
-// (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
-template <bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, Barriers bars, uint32_t tmem, int first, int last) {
+// Not swapped: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a
+// time (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
+__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t*) {
+  const int n = tc.g->n, row = tc.off_m + warp * 32 + lane;
+#pragma unroll 1
+  for (int chunk = 0; chunk < 128 / 32; ++chunk) {
+    float v[32];
+    tmem_load_32x32b_x32(v, acc + chunk * 32);
+    const int col = tc.off_n + chunk * 32;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (row < tc.g->m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
+  }
+}
+// Swapped: TMEM lane 32w + l = column off_n + 32w + l of C and TMEM column j = row off_m + j. Each
+// 32 x 32 block goes through the warp's staging (32 rows of 32 halves, 64 bytes) so that thread l
+// stores 8 consecutive columns (16 bytes) of rows l / 4, l / 4 + 8, ...: each row's 64 bytes in one
+// store instruction of four threads.
+__device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
+  __half* rows = reinterpret_cast<__half*>(staging) + warp * 32 * 32;
+  const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
+#pragma unroll 1
+  for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
+    float v[32];
+    tmem_load_32x32b_x32(v, acc + chunk * 32);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) rows[j * 32 + lane] = __float2half_rn(v[j]);
+    __syncwarp();
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int j = 8 * s + lane / 4, row = tc.off_m + chunk * 32 + j;
+      if (row < tc.g->m && col < n)
+        st_global_v4_evict_first(tc.g->c + int64_t(row) * n + col, *reinterpret_cast<const uint4*>(rows + j * 32 + 8 * (lane % 4)));
+    }
+    __syncwarp();  // the staging is rewritten by the next chunk
+  }
+}
+
+template <bool kSwapped, bool kPersistent>
+__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords(args, i);
-    const int m = tc.g->m, n = tc.g->n, row = tc.off_m + warp * 32 + lane;
+    const TileCoords tc = tile_coords<kSwapped>(args, i);
     mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
-#pragma unroll 1
-    for (int chunk = 0; chunk < kBlockN / 32; ++chunk) {
-      float v[32];
-      tmem_load_32x32b_x32(v, tmem + (uint32_t(warp * 32) << 16) + buffer * kBlockN + chunk * 32);
-      const int col = tc.off_n + chunk * 32;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (row < m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
-    }
+    const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
+    if (kSwapped) store_tile_swapped(tc, acc, warp, lane, smem + TileShape<kSwapped>::kSmemStaging);
+    else store_tile(tc, acc, warp, lane, nullptr);
     // Order this warp's TMEM reads before the MMA warp reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) mbar_arrive(bars.epilogue(buffer));
-    buffer = (buffer + 1) % TmemPlan<kPersistent>::kBuffers;
+    buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
   }
 }
 
-// One kernel, two instantiations: persistent (TMEM double buffer, for more tiles than SMs) and
-// single-tile (one buffer). Both wait on the mainloop barrier, which tcgen05.commit arrives on once
-// the MMAs are complete, before the epilogue reads TMEM: a plain __syncthreads would not order them.
-template <bool kPersistent>
+// One kernel, four instantiations: not swapped or swapped, persistent (TMEM double buffer where it
+// fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
+// which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
+// plain __syncthreads would not order them.
+template <bool kSwapped, bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
-  using Tmem = TmemPlan<kPersistent>;
+  using S = TileShape<kSwapped>;
+  using Tmem = TmemPlan<kSwapped, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const uint32_t tmem_slot = smem_u32(smem + kSmemTmemSlot);
+  const Barriers<kSwapped> bars{smem_u32(smem + S::kSmemBarriers)};
+  const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
   const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
   if (warp == 0 && elect_one()) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < S::kStages; ++s) {
       mbar_init(bars.tma(s), 1);
       mbar_init(bars.mma(s), 1);
     }
     for (int b = 0; b < 2; ++b) {
       mbar_init(bars.mainloop(b), 1);
-      mbar_init(bars.epilogue(b), kBlockM / 32);  // one elected arrive per epilogue warp
+      mbar_init(bars.epilogue(b), kEpilogueWarps);  // one elected arrive per epilogue warp
     }
     fence_barrier_init();
   } else if (warp == 1) {
@@ -160,13 +220,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
-  const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + kSmemTmemSlot);
+  const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp(args, smem, bars, first, last);
+    if (elect_one()) tma_warp<kSwapped>(args, smem, bars, first, last);
   } else if (warp == kMmaWarp) {
-    if (elect_one()) mma_warp<kPersistent>(args, smem, bars, tmem, first, last);
+    if (elect_one()) mma_warp<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
   } else {
-    epilogue_warps<kPersistent>(args, bars, tmem, first, last);
+    epilogue_warps<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
   }
   tcgen05_fence_before_sync();
   __syncthreads();
@@ -176,36 +236,48 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 }  // namespace sm100
 
 struct Arch {
-  static constexpr int kTileM = sm100::kBlockM, kTileN = sm100::kBlockN, kThreads = sm100::kThreads, kSmemBytes = sm100::kSmemBytes;
+  static constexpr int kTileM = sm100::TileShape<false>::kRowsA, kTileN = sm100::TileShape<false>::kRowsB, kThreads = sm100::kThreads;
+  // Both tile shapes take the same shared memory: their stage counts are chosen to fill it.
+  static constexpr int kSmemBytes = std::max(sm100::TileShape<false>::kSmemBytes, sm100::TileShape<true>::kSmemBytes);
+  static constexpr int kSwappedTileM = sm100::TileShape<true>::kRowsA;  // A rows per swapped tile (0: no swapped kernel)
+  static_assert(sm100::TileShape<true>::kRowsB == kTileN, "both tile shapes cut B into the same blocks");
   static constexpr int kKMultiple = sm100::kBlockK;
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has 128 rows
-  // A TMA load of A brings the full 128-row box, whose 128B-swizzled tile the MMA reads whole.
+  static constexpr bool kNarrowTiles = false;  // every tile has 128 (or, swapped, 256) rows
+  // A TMA load of A brings the full box of the tile's rows, whose 128B-swizzled tile the MMA reads whole.
   static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
-  // Relative cost of a tile for load balancing: its K, since every tile is one full 128 x 128 MMA
-  // tile whatever its rows (a model, not measured: nothing here runs on a B200).
-  static int64_t tile_cost(int /*m_rows*/, int k) { return int64_t(k); }
-  // TMEM columns of the persistent or single-tile kernel: buffers, SFA column, SFB column, columns
-  // used, columns allocated.
-  template <bool kPersistent>
+  // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
+  // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
+  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B; a tile adds
+  // a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a swapped tile,
+  // whose one accumulator keeps the next tile's MMAs waiting, its epilogue's stores (0.92 rows per row of A).
+  static int64_t tile_cost(int m_rows, int k, bool swapped) {
+    return int64_t(k / sm100::kBlockK) * (kTileN + m_rows) + 644 + (swapped ? m_rows * 92 / 100 : 0);
+  }
+  // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
+  template <bool kSwapped, bool kPersistent>
   static void tmem_columns(int* out) {
-    using T = sm100::TmemPlan<kPersistent>;
-    const int values[5] = {T::kBuffers, T::kSfa, T::kSfb, T::kUsed, T::kAllocated};
+    using T = sm100::TmemPlan<kSwapped, kPersistent>;
+    const int values[5] = {T::kBuffers, T::kSfM, T::kSfN, T::kUsed, T::kAllocated};
     std::memcpy(out, values, sizeof values);
   }
-  static bool tmem_plan(bool persistent, int* out) {
-    persistent ? tmem_columns<true>(out) : tmem_columns<false>(out);
+  static bool tmem_plan(bool swapped, bool persistent, int* out) {
+    swapped ? (persistent ? tmem_columns<true, true>(out) : tmem_columns<true, false>(out))
+            : (persistent ? tmem_columns<false, true>(out) : tmem_columns<false, false>(out));
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  static const void* kernel(bool persistent, int /*fixed_n8*/) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<true>) : reinterpret_cast<const void*>(&sm100::grouped_gemm<false>);
+  template <bool kSwapped>
+  static const void* kernel_of(bool persistent) {
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, true>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, false>);
   }
-  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // one tile shape: no such kernels
+  static const void* kernel(bool persistent, int /*fixed_n8*/, bool swapped) { return swapped ? kernel_of<true>(persistent) : kernel_of<false>(persistent); }
+  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // no kernels built for one wgmma N
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
-  // 256B L2 promotion; a box is 128 rows x 256 K (one 128-byte swizzled row each). byte_elements
+  // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
   // pre-sm_100 GPUs accept: the dry run and the emulation build use it.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,

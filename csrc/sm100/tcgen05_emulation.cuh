@@ -141,12 +141,12 @@ __device__ __forceinline__ uint32_t ld_cluster_u32(uint32_t cluster_addr) {
 __device__ __forceinline__ void arrive_cluster(uint32_t cluster_addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
-// Which stage of the kernel's shared-memory ring an address is in (the dynamic window's base
-// rounded up to 1024, as the kernel does), for messages.
-__device__ __forceinline__ uint32_t stage_of(uint32_t addr) {
+// Which KB of the kernel's shared memory an address is in (from the dynamic window's base rounded
+// up to 1024, as the kernel does), for messages.
+__device__ __forceinline__ uint32_t kb_of(uint32_t addr) {
   extern __shared__ uint8_t emulation_dynamic_smem[];
   const uint32_t base = smem_u32(emulation_dynamic_smem), aligned = base + ((1024 - (base & 1023)) & 1023);
-  return (addr - aligned) / uint32_t(kStageBytes);
+  return (addr - aligned) / 1024;
 }
 
 __device__ __forceinline__ uint32_t& cell(TmemStandIn& t, uint32_t lane, uint32_t column) {
@@ -265,8 +265,8 @@ __device__ __forceinline__ void verify_sources(const Op& op) {
     for (uint32_t v = 0; v < op.group; ++v) {
       uint32_t lo, hi;
       if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
-        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, stage, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
-             op.seq, stage_of(op.lo[which][v]), uint32_t(which) + 2 * v);
+        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
+             op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
     }
 }
 // tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
@@ -428,7 +428,7 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
       const Op& op = q.ops[i % kQueue];
       for (int which = 0; which < operand_count(op); ++which)
         for (uint32_t v = 0; v < op.group; ++v)
-          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, stage_of(dst), op.seq, op.kind);
+          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, kb_of(dst), op.seq, op.kind);
     }
   }
 }
@@ -450,17 +450,17 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   }
   if (issuer) emu::vol(q.issuer_waiting) = 0;
 }
-// A tensor copy's box is one operand tile of the kernel (the map does not say its size here).
-static_assert(kABytes == kBBytes, "the emulated tensor copies assume one box size");
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) { mbar_wait_or_trap(bar, parity); }
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, kABytes, "TMA load into shared memory a pending operation still reads (stage, operation, kind)");
+// box_bytes: the map's box (the map itself does not say its size here).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy,
+                                            uint32_t box_bytes) {
+  emu::check_copy_destination(dst, box_bytes, "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (stage, operation, kind)");
+  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
 // tcgen05.alloc: warp-wide; the columns are placed at the top of the

@@ -124,7 +124,7 @@ __global__ void mma_probe(const uint8_t* a_image, const uint8_t* b_image, const 
     const uint32_t base = smem_u32(smem);
     tcgen05_cp_scales(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), kInstrDesc, tmem + 256,
+    tcgen05_mma_nvfp4(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128), tmem + 256,
                       tmem + 260, uint32_t(accumulate));
     tcgen05_commit(b);
   }
@@ -174,7 +174,7 @@ __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
   if (threadIdx.x == 0 && rule != 1) {
     tcgen05_cp_scales(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4(tmem, desc_ab(base), desc_ab(base + 16384), kInstrDesc, tmem + 256, tmem + 260, uint32_t(rule == 5));
+    tcgen05_mma_nvfp4(tmem, desc_ab(base), desc_ab(base + 16384), instr_desc(128), tmem + 256, tmem + 260, uint32_t(rule == 5));
     if (rule != 4) tcgen05_commit(b);
     if (rule == 2) smem[0] = 0x77;
     if (rule == 3) {
