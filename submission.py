@@ -187,8 +187,8 @@ struct GroupArgs {
   const uint8_t* sfb;
   __half* c;            // [M][N] row-major
   int m, n, k;
-  int m_chunk_rows;     // A rows per tile: 256 (sm_90a) or 128, fewer when the problem has too few tiles for the GPU
-  int a_box_rows;       // rows one TMA load of A brings
+  int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
+  int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
 };
 
 struct LaunchArgs {
@@ -196,7 +196,7 @@ struct LaunchArgs {
   CUtensorMap tmap_b[kMaxGroupsPerLaunch];  // packed FP4 B: [N rows][K/2 bytes]
   GroupArgs groups[kMaxGroupsPerLaunch];
   uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
-  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
@@ -273,12 +273,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA runs on one thread, and under
 // compute-sanitizer a wait for it outlasts 10 s.
 constexpr long long kWaitTrapCycles = NVFP4_TCGEN05_EMULATION ? 2000000000000LL : 20000000000LL;
+template <bool kClusterAcquire = false>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   long long start = 0;
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_try_wait<kClusterAcquire>(bar, parity)) {
     if (start == 0) start = clock64();
     else if (clock64() - start > kWaitTrapCycles) __trap();
   }
+}
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+// Arrive (release at cluster scope) on the barrier at the same offset in the cluster's CTA `rank`.
+__device__ __forceinline__ void mbar_arrive_in(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+// Every thread of every CTA of the cluster.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 __device__ __forceinline__ uint64_t l2_evict_first() {
   uint64_t policy;
@@ -1021,19 +1038,22 @@ struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  static constexpr int kSwappedTileM = 0;  // no swapped kernel: the wgmma's N side is already A's rows
-  static const void* kernel(bool /*persistent*/, int fixed_n8, bool /*swapped*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
+  // One tile shape (the wgmma's N side is already A's rows): kTileM rows of A by kTileN of B, one CTA.
+  static constexpr int kTileShapes = 1;
+  struct TileGeometry { int a_rows, b_rows, ctas; };
+  static TileGeometry geometry(int /*shape*/) { return {kTileM, kTileN, 1}; }
+  static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
-  static int a_box_rows(int m, int chunk_rows) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
+  static int a_box_rows(int m, int chunk_rows, int /*shape*/) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  static int64_t tile_cost(int m_rows, int k, bool /*swapped*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
-  static bool tmem_plan(bool /*swapped*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
+  static int64_t tile_cost(int m_rows, int k, int /*shape*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool /*byte_elements*/) {
@@ -1068,9 +1088,8 @@ struct Arch {
 // The B200 design: a TMA ring of as many stages as fit, one TMA warp, one MMA warp issuing
 // tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block scales,
 // fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld and storing 16
-// bytes a thread. Two tile shapes (TileShape): 128 x 128, whose persistent variant double-buffers
-// the accumulators so the epilogue of tile t overlaps the MMA of tile t + 1, and swapped (128 rows
-// of B by up to 256 of A), with one accumulator.
+// bytes a thread. Three tile shapes (TileShape); where TMEM holds two accumulators, the persistent
+// variant double-buffers them so the epilogue of tile t overlaps the MMA of tile t + 1.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
 // from the public design it grew from where that one was wrong: TMEM allocated for every column
 // used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
@@ -1089,22 +1108,30 @@ constexpr int kSfAtomBytes = 128 * kBlockK / 16;   // the scales of 128 rows for
 constexpr int kSmemBudget = 232448;                // the most dynamic shared memory a B200 CTA may opt into (227 KB)
 constexpr int kSmemSlack = 1024;                   // to align the base to 1024 (128B swizzle)
 
-// A tile's shape. The MMA's M side is 128 rows of one operand, which land in the 128 TMEM lanes;
-// its N side is up to kNRows rows of the other, issued as kNPieces MMAs of at most 128 (each with
-// one 128-row scale atom), which land in TMEM columns. Not swapped: 128 rows of A (C rows) by 128 of
-// B (C columns). Swapped, for problems of few A rows: 128 rows of B by up to 256 of A, so each B
-// tile is read once for up to 256 rows of C; the epilogue transposes through shared memory.
-template <bool kSwapped>
+// The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
+// which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
+// kNPieces MMAs of at most 128 (each with one 128-row scale atom), which land in TMEM columns.
+// kUnswapped: 128 rows of A (C rows) by 128 of B (C columns). kSwapped, for problems of few A
+// rows: 128 rows of B by up to 256 of A, so each B tile is read once for up to 256 rows of C; the
+// epilogue transposes through shared memory. kPair: the swapped tile over a CTA pair
+// (cta_group::2, M = 256): 256 rows of B by 128 of A, each CTA loading its 128 B rows and half of
+// the A rows, so a CTA loads 192 rows per K block for 128 x 128 outputs instead of 256.
+enum TileShapeId { kUnswapped = 0, kSwapped = 1, kPair = 2 };
+template <int kShape>
 struct TileShape {
-  static constexpr int kRowsA = kSwapped ? 256 : 128, kRowsB = 128;   // C rows, C columns per tile
-  static constexpr int kNRows = kSwapped ? kRowsA : kRowsB;
+  static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
+  static constexpr int kCtaGroup = kIsPair ? 2 : 1;
+  static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
+  static constexpr int kRowsB = 128;                              // C columns per CTA; per tile kCtaGroup x this
+  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;            // A rows one CTA loads
+  static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
   static constexpr int kNPieces = kNRows / 128;
-  static constexpr int kABytes = kRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
+  static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
   static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
   static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;  // a multiple of 1024: stages stay aligned
-  static constexpr int kStagingBytes = kSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
-  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;        // staging, barriers, TMEM slot, slack
-  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
+  static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;          // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;              // as many as fit
   static constexpr int kSmemStaging = kStages * kStageBytes;
   static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
   static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
@@ -1121,9 +1148,9 @@ constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 // and they fit), then the scales of one K block, 4 columns per 64-K atom: the M side's 128 rows,
 // then each N piece's. The allocation covers every column used, rounded up to the power of two
 // tcgen05.alloc requires.
-template <bool kSwapped, bool kPersistent>
+template <int kShape, bool kPersistent>
 struct TmemPlan {
-  static constexpr int kNRows = TileShape<kSwapped>::kNRows, kNPieces = TileShape<kSwapped>::kNPieces;
+  static constexpr int kNRows = TileShape<kShape>::kNRows, kNPieces = TileShape<kShape>::kNPieces;
   static constexpr int kScaleColumns = 4 * (kBlockK / kMmaK);  // per 128 rows
   static constexpr int kBuffers = kPersistent && 2 * kNRows + (1 + kNPieces) * kScaleColumns <= 512 ? 2 : 1;
   static constexpr int kSfM = kBuffers * kNRows;
@@ -1141,8 +1168,10 @@ __device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
 // A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
 __device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
 // Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22, M >> 4
-// at bits 24-28 (M = 128).
-__host__ __device__ constexpr uint32_t instr_desc(int n) { return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(128) >> 4 << 24); }
+// at bits 24-28 (M = 128, or 256 over a CTA pair).
+__host__ __device__ constexpr uint32_t instr_desc(int n, int m = 128) {
+  return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(m) >> 4 << 24);
+}
 
 __device__ __forceinline__ bool elect_one() {
   uint32_t pred = 0;
@@ -1261,11 +1290,6 @@ __device__ __forceinline__ uint32_t sm_id() {
   return sm;
 }
 __device__ __forceinline__ TmemStandIn& sm_tmem() { return g_tmem[sm_id()]; }
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
 __device__ __forceinline__ uint64_t now_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -1522,7 +1546,7 @@ __device__ __forceinline__ QueueSms queues_of_this_cta() {
 // What a thread waiting on barrier `bar` (of this CTA) makes the tensor core do: in a lazy run, the
 // operations up to the commit that arrives there, if one is queued; in an eager run, every ready one.
 __device__ __forceinline__ void progress(uint32_t bar) {
-  const uint32_t rank = cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
@@ -1577,7 +1601,7 @@ __device__ __forceinline__ void enqueue(Op op) {
 // A copy of `bytes` bytes into this CTA's shared memory at `dst` is about to be issued: nothing
 // pending may still read them.
 __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t bytes, const char* what) {
-  const uint32_t rank = cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
@@ -1594,6 +1618,8 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
 // The waits of the sm_100a kernel (both of ptx.cuh's forms): its time-out, and while waiting, the
 // emulated tensor core's progress (above). The wait acquires at cluster scope: a pair's stand-ins may have been
 // written by a thread of the other CTA.
+// Every wait acquires at cluster scope (kClusterAcquire, the real wait's choice, changes nothing here).
+template <bool kClusterAcquire = true>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   emu::Queue& q = emu::g_queue[emu::sm_id()];
   const bool issuer = emu::vol(q.issuer_thread) == threadIdx.x;
@@ -1643,7 +1669,7 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
                    : "=r"(cluster[0]), "=r"(cluster[1]), "=r"(cluster[2]), "=r"(cluster[3]));
       uint64_t grid;
       asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-      const uint32_t rank = emu::cluster_rank(), peer = rank ^ 1u;
+      const uint32_t rank = cluster_ctarank(), peer = rank ^ 1u;
       const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
       emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
       emu::vol(t.base) = uint32_t(emu::kColumns - columns);  // before the record: the even CTA may write here at once
@@ -1693,7 +1719,7 @@ template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
   emu::require_lane_zero(taddr, "tcgen05.cp .32x128b.warpx4 not at lane 0 (lane, column)");
   emu::Op op{};
-  op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.desc[0] = desc, op.d_tmem = taddr;
+  op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank(), op.desc[0] = desc, op.d_tmem = taddr;
   emu::enqueue(op);
 }
 // tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X (see emu::execute_mma). Only the descriptor
@@ -1709,7 +1735,7 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
   emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
   emu::Op op{};
-  op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank();
+  op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank();
   op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem, op.accumulate = accumulate;
   emu::enqueue(op);
 }
@@ -1719,12 +1745,12 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
   emu::Op op{};
-  op.kind = emu::kCommit, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.bar = bar, op.cta_mask = cta_mask;
+  op.kind = emu::kCommit, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank(), op.bar = bar, op.cta_mask = cta_mask;
   emu::enqueue(op);
 }
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
-  tcgen05_commit_multicast<kCtaGroup>(bar, uint16_t(1u << emu::cluster_rank()));
+  tcgen05_commit_multicast<kCtaGroup>(bar, uint16_t(1u << cluster_ctarank()));
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }
@@ -1775,28 +1801,57 @@ __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uin
   asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
 }
+// kCtaGroup 2: the instruction of a CTA pair (cta_group::2). alloc and dealloc are issued by a warp
+// of each CTA; cp, mma and commit by one thread of the even CTA, for both.
+#define NVFP4_CTA_GROUP_ASM(kCtaGroup, text1, text2, ...) \
+  do {                                                    \
+    if constexpr (kCtaGroup == 1) asm volatile(text1 __VA_ARGS__);  \
+    else asm volatile(text2 __VA_ARGS__);                 \
+  } while (0)
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
-  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(slot), "r"(columns) : "memory");
-  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+  static_assert(kCtaGroup == 1 || kCtaGroup == 2, ".cta_group is 1 or 2");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;",
+                      "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;", ::"r"(slot), "r"(columns) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+                      "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;", ::: "memory");
 }
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
-  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(columns) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;", "tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;",
+                      ::"r"(taddr), "r"(columns) : "memory");
 }
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
-  asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(taddr), "l"(desc) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;", "tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;",
+                      ::"r"(taddr), "l"(desc) : "memory");
 }
 // D (TMEM) += A x B with per-16-element E4M3 scales of A and B read from TMEM (scale_vec::4X:
 // four scales per 64-K MMA step, NVFP4's block size of 16).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
                                                   uint32_t sfb_tmem, uint32_t accumulate) {
-  asm volatile(
+  NVFP4_CTA_GROUP_ASM(kCtaGroup,
       "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n"
+      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
+      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
+      " tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
       ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(i_desc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(accumulate) : "memory");
 }
+// Arrives on the barrier once every earlier tcgen05 operation of this thread is complete; the
+// multicast form on the barrier at the same offset in each CTA of cta_mask (bit r: cluster rank r).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
-  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" ::"r"(bar) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];",
+                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64 [%0];", ::"r"(bar) : "memory");
 }
+template <int kCtaGroup = 1>
+__device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
+                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
+                      ::"r"(bar), "h"(cta_mask) : "memory");
+}
+#undef NVFP4_CTA_GROUP_ASM
 __device__ __forceinline__ void tcgen05_fence_before_sync() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory"); }
 // 32 TMEM lanes x 32 fp32 columns: thread l of the warp gets lane L + l, columns taddr .. + 31.
@@ -1823,70 +1878,79 @@ __device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
   st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
-template <bool kSwapped>
+template <int kShape>
 struct Barriers {
-  static constexpr int kStages = TileShape<kSwapped>::kStages;
+  static constexpr int kStages = TileShape<kShape>::kStages;
   uint32_t base;
-  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded
+  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded (in a pair: in both CTAs)
   __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
   __device__ uint32_t mainloop(int b) const { return base + 8 * (2 * kStages + b); }      // accumulator b complete
-  __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out
+  __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
 
-// Where tile i of this CTA lives: group, first A row (C row), first B row (C column), and its A rows.
+// Where tile i lives for this CTA: group, first A row (C row) of the tile, first B row (C column)
+// of this CTA's part, and the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
   int group, off_m, off_n, rows;
 };
-template <bool kSwapped>
-__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i) {
+template <int kShape>
+__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i, uint32_t rank) {
+  using S = TileShape<kShape>;
   const Tile t = unpack_tile(args.tiles[i]);
   const GroupArgs* g = &args.groups[t.group];
-  const int off_m = t.m_chunk * TileShape<kSwapped>::kRowsA;
-  return TileCoords{g, t.group, off_m, t.n_block * TileShape<kSwapped>::kRowsB, min(TileShape<kSwapped>::kRowsA, g->m - off_m)};
+  const int off_m = t.m_chunk * S::kRowsA;
+  return TileCoords{g, t.group, off_m, (t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB, min(S::kRowsA, g->m - off_m)};
 }
-// The tile's 128-row scale atoms of A that lie inside the matrix (the scales stop at its last atom),
-// and the MMA pieces of its N side: always one when not swapped; swapped, one per 128 A rows.
-template <bool kSwapped>
-__device__ __forceinline__ int a_atoms(const TileCoords& tc) { return kSwapped ? (tc.rows + 127) / 128 : 1; }
-// N of piece p: all 128 B rows; swapped, the piece's A rows rounded up to 32 (the epilogue reads
-// 32 columns at a time, each of which the MMA must have written).
-template <bool kSwapped>
+// The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
+// matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
+template <int kShape>
+__device__ __forceinline__ int pieces(const TileCoords& tc) { return kShape == kSwapped ? (tc.rows + 127) / 128 : 1; }
+// N of piece p: unswapped, all 128 B rows; swapped, the piece's A rows rounded up to 32 (the
+// epilogue reads 32 columns at a time, each of which the MMA must have written); in a pair, all 128
+// A rows, half from each CTA (rows past M are TMA's zeros).
+template <int kShape>
 __device__ __forceinline__ int piece_n(const TileCoords& tc, int p) {
-  return kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
+  return kShape == kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
 }
+// The first row of the scale atom of this CTA's B rows. A pair's odd CTA may hold only rows past N
+// (its B rows are then TMA's zeros), whose atoms the scales do not have: it takes the last one,
+// whose finite values multiply zeros.
+__device__ __forceinline__ int b_scale_row(const TileCoords& tc) { return min(tc.off_n, (tc.g->n - 1) / 128 * 128); }
 
 // The operands of one stage in shared memory: A, B, A's scale atoms, B's scale atom.
-template <bool kSwapped>
+template <int kShape>
 struct StageSmem {
   uint32_t a, b, sfa, sfb;
   __device__ StageSmem(uint8_t* smem, int stage) {
-    using S = TileShape<kSwapped>;
+    using S = TileShape<kShape>;
     a = smem_u32(smem + stage * S::kStageBytes), b = a + S::kABytes, sfa = b + S::kBBytes, sfb = sfa + S::kSfaBytes;
   }
 };
 
-template <bool kSwapped>
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, int first, int last) {
-  using S = TileShape<kSwapped>;
+// Each CTA loads its own operands onto its own barriers: in a pair its B rows and half of the A
+// rows, and all of the A rows' scales (the MMA reads them from each CTA's TMEM).
+template <int kShape>
+__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, int first, int last, uint32_t rank) {
+  using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    const int k = tc.g->k, atoms = a_atoms<kSwapped>(tc);
+    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+    const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
       if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
-      else mbar_wait_or_trap(bars.mma(stage), mma_phase);
-      const StageSmem<kSwapped> st(smem, stage);
+      else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
+      const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
       tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
       // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
       for (int r = 0; r < atoms; ++r)
         bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
                       bars.tma(stage), cache_a);
-      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
+      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(b_scale_row(tc) / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
       mbar_arrive_expect_tx(bars.tma(stage), S::kABytes + S::kBBytes + (atoms + 1) * kSfAtomBytes);
       stage = (stage + 1) % S::kStages;
       if (stage == 0) mma_phase ^= 1;
@@ -1894,42 +1958,61 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-template <bool kSwapped, bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
-  using S = TileShape<kSwapped>;
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
-  int stage = 0, buffer = 0;
-  uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    const int pieces = a_atoms<kSwapped>(tc);  // swapped: an N piece per A atom; else one
-    mbar_wait_or_trap(bars.epilogue(buffer), epilogue_phase);
-    tcgen05_fence_after_sync();
-    const uint32_t d_tmem = tmem + buffer * S::kNRows;
-    for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
-      mbar_wait_or_trap(bars.tma(stage), tma_phase);
-      tcgen05_fence_after_sync();
-      const StageSmem<kSwapped> st(smem, stage);
-      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
-      const uint32_t m_tile = kSwapped ? st.b : st.a, m_scales = kSwapped ? st.sfb : st.sfa;
-      const uint32_t n_tile = kSwapped ? st.a : st.b, n_scales = kSwapped ? st.sfa : st.sfb;
-#pragma unroll
-      for (int k = 0; k < kBlockK / kMmaK; ++k) {
-        tcgen05_cp_scales(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
-        for (int p = 0; p < pieces; ++p)
-          tcgen05_cp_scales(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
-      }
-#pragma unroll
-      for (int k = 0; k < kBlockK / kMmaK; ++k)
-        for (int p = 0; p < pieces; ++p)
-          tcgen05_mma_nvfp4(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
-                            instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,
-                            tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
-      tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it
+// A pair's odd CTA: once each of its stages has landed, arrive on the even CTA's barrier of that
+// stage, whose MMAs read both CTAs' shared memory (its barrier counts both arrivals).
+template <int kShape>
+__device__ __forceinline__ void forward_stages(const LaunchArgs& args, Barriers<kShape> bars, int first, int last) {
+  using S = TileShape<kShape>;
+  int stage = 0;
+  uint32_t tma_phase = 0;
+  for (int i = first; i < last; ++i)
+    for (int iter_k = 0; iter_k < tile_coords<kShape>(args, i, 1).g->k / kBlockK; ++iter_k) {
+      mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
+      mbar_arrive_in(bars.tma(stage), 0);
       stage = (stage + 1) % S::kStages;
       if (stage == 0) tma_phase ^= 1;
     }
-    tcgen05_commit(bars.mainloop(buffer));  // accumulator complete
+}
+
+// Issues every MMA of the tile (in a pair: the even CTA, for both).
+template <int kShape, bool kPersistent>
+__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last) {
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
+  constexpr int kGroup = S::kCtaGroup;
+  constexpr uint16_t kBoth = (1u << kGroup) - 1;  // the CTAs whose barriers a commit arrives on
+  int stage = 0, buffer = 0;
+  uint32_t tma_phase = 0, epilogue_phase = 1;
+  for (int i = first; i < last; ++i) {
+    const TileCoords tc = tile_coords<kShape>(args, i, 0);
+    const int n_pieces = pieces<kShape>(tc);
+    mbar_wait_or_trap<S::kIsPair>(bars.epilogue(buffer), epilogue_phase);
+    tcgen05_fence_after_sync();
+    const uint32_t d_tmem = tmem + buffer * S::kNRows;
+    for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
+      mbar_wait_or_trap<S::kIsPair>(bars.tma(stage), tma_phase);
+      tcgen05_fence_after_sync();
+      const StageSmem<kShape> st(smem, stage);
+      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
+      const uint32_t m_tile = S::kIsSwapped ? st.b : st.a, m_scales = S::kIsSwapped ? st.sfb : st.sfa;
+      const uint32_t n_tile = S::kIsSwapped ? st.a : st.b, n_scales = S::kIsSwapped ? st.sfa : st.sfb;
+#pragma unroll
+      for (int k = 0; k < kBlockK / kMmaK; ++k) {
+        tcgen05_cp_scales<kGroup>(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
+        for (int p = 0; p < n_pieces; ++p)
+          tcgen05_cp_scales<kGroup>(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
+      }
+#pragma unroll
+      for (int k = 0; k < kBlockK / kMmaK; ++k)
+        for (int p = 0; p < n_pieces; ++p)
+          tcgen05_mma_nvfp4<kGroup>(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
+                                    instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,
+                                    tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
+      tcgen05_commit_multicast<kGroup>(bars.mma(stage), kBoth);  // frees the stage once these MMAs have read it
+      stage = (stage + 1) % S::kStages;
+      if (stage == 0) tma_phase ^= 1;
+    }
+    tcgen05_commit_multicast<kGroup>(bars.mainloop(buffer), kBoth);  // accumulator complete
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) epilogue_phase ^= 1;
   }
@@ -1937,7 +2020,7 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
 
 // Not swapped: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a
 // time (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
-__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t*) {
+__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane) {
   const int n = tc.g->n, row = tc.off_m + warp * 32 + lane;
 #pragma unroll 1
   for (int chunk = 0; chunk < 128 / 32; ++chunk) {
@@ -1973,114 +2056,144 @@ __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_
   }
 }
 
-template <bool kSwapped, bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
+template <int kShape, bool kPersistent>
+__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last,
+                                               uint32_t rank) {
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
+    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+    mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
-    if (kSwapped) store_tile_swapped(tc, acc, warp, lane, smem + TileShape<kSwapped>::kSmemStaging);
-    else store_tile(tc, acc, warp, lane, nullptr);
-    // Order this warp's TMEM reads before the MMA warp reuses the buffer.
+    if (S::kIsSwapped) store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
+    else store_tile(tc, acc, warp, lane);
+    // Order this warp's TMEM reads before the MMA warp (of the even CTA) reuses the buffer.
     tcgen05_fence_before_sync();
-    if (elect_one()) mbar_arrive(bars.epilogue(buffer));
+    if (elect_one()) {
+      if (S::kIsPair) mbar_arrive_in(bars.epilogue(buffer), 0);
+      else mbar_arrive(bars.epilogue(buffer));
+    }
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
   }
 }
 
-// One kernel, four instantiations: not swapped or swapped, persistent (TMEM double buffer where it
+// One kernel, six instantiations: the three tile shapes, persistent (TMEM double buffer where it
 // fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
 // which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
-// plain __syncthreads would not order them.
-template <bool kSwapped, bool kPersistent>
+// plain __syncthreads would not order them. A pair's CTAs (a cluster of 2) run the same tiles.
+template <int kShape, bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
-  using S = TileShape<kSwapped>;
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers<kSwapped> bars{smem_u32(smem + S::kSmemBarriers)};
+  const Barriers<kShape> bars{smem_u32(smem + S::kSmemBarriers)};
   const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
-  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  const uint32_t rank = S::kIsPair ? cluster_ctarank() : 0;
+  const int unit = blockIdx.x / S::kCtaGroup;
+  const int first = args.cta_first_tile[unit], last = args.cta_first_tile[unit + 1];
   if (warp == 0 && elect_one()) {
     for (int s = 0; s < S::kStages; ++s) {
-      mbar_init(bars.tma(s), 1);
+      mbar_init(bars.tma(s), S::kIsPair && rank == 0 ? 2 : 1);  // the even CTA's: its own loads and the odd CTA's forward
       mbar_init(bars.mma(s), 1);
     }
     for (int b = 0; b < 2; ++b) {
       mbar_init(bars.mainloop(b), 1);
-      mbar_init(bars.epilogue(b), kEpilogueWarps);  // one elected arrive per epilogue warp
+      mbar_init(bars.epilogue(b), kEpilogueWarps * S::kCtaGroup);  // one elected arrive per epilogue warp (of both CTAs)
     }
     fence_barrier_init();
   } else if (warp == 1) {
-    tmem_alloc(tmem_slot, Tmem::kAllocated);
+    tmem_alloc<S::kCtaGroup>(tmem_slot, Tmem::kAllocated);
   }
   tcgen05_fence_before_sync();
-  __syncthreads();
+  if (S::kIsPair) cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
+  else __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp<kSwapped>(args, smem, bars, first, last);
+    if (elect_one()) tma_warp<kShape>(args, smem, bars, first, last, rank);
   } else if (warp == kMmaWarp) {
-    if (elect_one()) mma_warp<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
+    if (elect_one()) {
+      if (rank == 0) mma_warp<kShape, kPersistent>(args, smem, bars, tmem, first, last);
+      else forward_stages<kShape>(args, bars, first, last);
+    }
   } else {
-    epilogue_warps<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
+    epilogue_warps<kShape, kPersistent>(args, smem, bars, tmem, first, last, rank);
   }
   tcgen05_fence_before_sync();
-  __syncthreads();
+  if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
+  else __syncthreads();
   tcgen05_fence_after_sync();
-  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
+  if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
 }  // namespace sm100
 
 struct Arch {
-  static constexpr int kTileM = sm100::TileShape<false>::kRowsA, kTileN = sm100::TileShape<false>::kRowsB, kThreads = sm100::kThreads;
-  // Both tile shapes take the same shared memory: their stage counts are chosen to fill it.
-  static constexpr int kSmemBytes = std::max(sm100::TileShape<false>::kSmemBytes, sm100::TileShape<true>::kSmemBytes);
-  static constexpr int kSwappedTileM = sm100::TileShape<true>::kRowsA;  // A rows per swapped tile (0: no swapped kernel)
-  static_assert(sm100::TileShape<true>::kRowsB == kTileN, "both tile shapes cut B into the same blocks");
+  using Unswapped = sm100::TileShape<sm100::kUnswapped>;
+  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB, kThreads = sm100::kThreads;
+  // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
+  static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
+                                              sm100::TileShape<sm100::kPair>::kSmemBytes});
+  static constexpr int kTileShapes = 3;  // sm100::TileShapeId
+  // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
+  struct TileGeometry { int a_rows, b_rows, ctas; };
+  template <int kShape>
+  static constexpr TileGeometry geometry_of() {
+    using S = sm100::TileShape<kShape>;
+    return {S::kRowsA, S::kRowsB * S::kCtaGroup, S::kCtaGroup};
+  }
+  static TileGeometry geometry(int shape) {
+    constexpr TileGeometry all[kTileShapes] = {geometry_of<0>(), geometry_of<1>(), geometry_of<2>()};
+    return all[shape];
+  }
   static constexpr int kKMultiple = sm100::kBlockK;
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has 128 (or, swapped, 256) rows
-  // A TMA load of A brings the full box of the tile's rows, whose 128B-swizzled tile the MMA reads whole.
-  static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
+  static constexpr bool kNarrowTiles = false;  // every tile has its shape's rows
+  // A TMA load of A brings the rows one CTA holds, whose 128B-swizzled tile the MMA reads whole.
+  static int a_box_rows(int /*m*/, int chunk_rows, int shape) { return chunk_rows / geometry(shape).ctas; }
   // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
   // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
-  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B; a tile adds
-  // a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a swapped tile,
-  // whose one accumulator keeps the next tile's MMAs waiting, its epilogue's stores (0.92 rows per row of A).
-  static int64_t tile_cost(int m_rows, int k, bool swapped) {
-    return int64_t(k / sm100::kBlockK) * (kTileN + m_rows) + 644 + (swapped ? m_rows * 92 / 100 : 0);
+  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B it loads; a
+  // tile adds a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a
+  // tile with one accumulator (the swapped shape), which keeps the next tile's MMAs waiting, its
+  // epilogue's stores (0.92 rows per row of A).
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int ctas = geometry(shape).ctas;
+    const int64_t loaded = kTileN + (m_rows + ctas - 1) / ctas;
+    return int64_t(k / sm100::kBlockK) * loaded + 644 + (shape == sm100::kSwapped ? m_rows * 92 / 100 : 0);
   }
   // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
-  template <bool kSwapped, bool kPersistent>
+  template <int kShape, bool kPersistent>
   static void tmem_columns(int* out) {
-    using T = sm100::TmemPlan<kSwapped, kPersistent>;
+    using T = sm100::TmemPlan<kShape, kPersistent>;
     const int values[5] = {T::kBuffers, T::kSfM, T::kSfN, T::kUsed, T::kAllocated};
     std::memcpy(out, values, sizeof values);
   }
-  static bool tmem_plan(bool swapped, bool persistent, int* out) {
-    swapped ? (persistent ? tmem_columns<true, true>(out) : tmem_columns<true, false>(out))
-            : (persistent ? tmem_columns<false, true>(out) : tmem_columns<false, false>(out));
+  template <int kShape>
+  static void tmem_columns(bool persistent, int* out) { persistent ? tmem_columns<kShape, true>(out) : tmem_columns<kShape, false>(out); }
+  static bool tmem_plan(int shape, bool persistent, int* out) {
+    shape == 0 ? tmem_columns<0>(persistent, out) : shape == 1 ? tmem_columns<1>(persistent, out) : tmem_columns<2>(persistent, out);
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  template <bool kSwapped>
+  template <int kShape>
   static const void* kernel_of(bool persistent) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, true>)
-                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, false>);
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false>);
   }
-  static const void* kernel(bool persistent, int /*fixed_n8*/, bool swapped) { return swapped ? kernel_of<true>(persistent) : kernel_of<false>(persistent); }
+  static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
+    return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
+  }
   static int fixed_n8_at_least(int /*n8*/) { return 0; }  // no kernels built for one wgmma N
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
@@ -2162,22 +2275,22 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
-inline int64_t tile_cost(int m_rows, int k, bool swapped) { return Arch::tile_cost(m_rows, k, swapped); }
+inline int a_box_rows(int m, int chunk_rows, int shape) { return Arch::a_box_rows(m, chunk_rows, shape); }
+inline int64_t tile_cost(int m_rows, int k, int shape) { return Arch::tile_cost(m_rows, k, shape); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
-  bool swapped = false;         // sm_100a: the swapped tiles (Arch::kSwappedTileM A rows by kTileN B rows)
+  int shape = 0;                // the tile shape (Arch::geometry; sm_100a: sm100::TileShapeId)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
   int ctas() const { return int(cta_first.size()) - 1; }
 };
 
-inline int count_tiles(const std::vector<GroupShape>& groups) {
+inline int count_tiles(const std::vector<GroupShape>& groups, int shape = 0) {
   int tiles = 0;
   for (const GroupShape& s : groups)
-    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::geometry(shape).b_rows);
   return tiles;
 }
 
@@ -2276,22 +2389,23 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
     own[size_t(cta_of[t])] += tiles[t].cost;
-    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, false) * 15 / 16;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, 0) * 15 / 16;
   }
   return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, bool swapped) {
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int shape) {
+  const int b_rows = Arch::geometry(shape).b_rows, units = num_sms / Arch::geometry(shape).ctas;  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
-  items.reserve(size_t(count_tiles(groups)));
+  items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
     const GroupShape& s = groups[g];
     if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
-      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
-        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, swapped)});
+      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, b_rows); ++nb)
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, shape)});
   }
   std::vector<ScheduledLaunch> launches;
   std::vector<int> cta_of;                     // per tile of the launch
@@ -2307,7 +2421,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
       chunk.back().group = int(launch.groups.size()) - 1;
     }
     std::stable_sort(chunk.begin(), chunk.end(), [](const TileItem& x, const TileItem& y) { return x.cost > y.cost; });
-    const int ctas = std::min({num_sms, kMaxCtas, int(chunk.size())});
+    const int ctas = std::min({units, kMaxCtas, int(chunk.size())});
     load.clear();
     for (int c = 0; c < ctas; ++c) load.push_back({0, c});  // equal costs in CTA order: already a heap
     cta_of.resize(chunk.size());
@@ -2323,7 +2437,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
-    launch.swapped = swapped;
+    launch.shape = shape;
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -2343,7 +2457,7 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector
       for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
         const Tile t = unpack_tile(launch.tiles[size_t(i)]);
         const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
-        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.swapped);
+        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.shape);
       }
       busiest = std::max(busiest, cost);
     }
@@ -2352,10 +2466,9 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector
   return total;
 }
 
-// Which tiles a problem's launches use. kTilesUnswapped: Arch::kTileM A rows (the only ones where
-// there is no swapped kernel); kTilesSwapped: Arch::kSwappedTileM; kTilesChosen: whichever leaves the
-// busiest CTAs the lower cost (ties: the unswapped ones).
-enum TileChoice { kTilesChosen = -1, kTilesUnswapped = 0, kTilesSwapped = 1 };
+// Which tile shape a problem's launches use: one of Arch's shapes (0 where it has one), or the one
+// that leaves the busiest CTAs the lowest cost (ties: the lower shape).
+constexpr int kTilesChosen = -1;
 
 // A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
 // group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
@@ -2367,12 +2480,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, TileChoice choice) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
-  if (!Arch::kSwappedTileM) choice = kTilesUnswapped;
-  std::vector<int> key{num_sms, int(choice)};
+  if (Arch::kTileShapes == 1) choice = 0;
+  std::vector<int> key{num_sms, choice};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -2388,16 +2501,18 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     return found;
   }
   auto made = std::make_shared<Schedule>();
-  if (choice != kTilesSwapped) {
-    choose_chunk_rows(groups, num_sms);
-    made->launches = schedule(groups, num_sms, false);
-  }
-  if (choice != kTilesUnswapped) {
-    std::vector<GroupShape> swapped = groups;
-    for (GroupShape& s : swapped) s.chunk_rows = Arch::kSwappedTileM;
-    std::vector<ScheduledLaunch> launches = schedule(swapped, num_sms, true);
-    if (choice == kTilesSwapped || makespan(launches, swapped) < makespan(made->launches, groups)) {
-      groups = std::move(swapped);
+  int64_t best = 0;
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape) {
+    if (choice != kTilesChosen && choice != shape) continue;
+    std::vector<GroupShape> shaped = groups;
+    if (shape == 0) choose_chunk_rows(shaped, num_sms);
+    else
+      for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
+    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, shape);
+    const int64_t cost = makespan(launches, shaped);
+    if (made->launches.empty() || cost < best) {
+      best = cost;
+      groups = std::move(shaped);
       made->launches = std::move(launches);
     }
   }
@@ -2443,7 +2558,7 @@ struct Plan {
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
-  std::vector<char> swapped;     // per launch: the swapped tiles' kernel
+  std::vector<int> shapes;       // per launch: its tile shape (Arch::geometry)
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -2466,7 +2581,7 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, TileChoice choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, int choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
@@ -2482,7 +2597,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
-      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows);  // every row the wgmma read
+      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
         prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
@@ -2503,10 +2618,10 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     }
     std::copy(sched.tiles.begin(), sched.tiles.end(), args.tiles);
     std::copy(sched.cta_first.begin(), sched.cta_first.end(), args.cta_first_tile);
-    plan.grids.push_back(sched.ctas());
+    plan.grids.push_back(sched.ctas() * Arch::geometry(sched.shape).ctas);
     plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
     plan.fixed_n8.push_back(sched.fixed_n8);
-    plan.swapped.push_back(sched.swapped);
+    plan.shapes.push_back(sched.shape);
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -2527,15 +2642,23 @@ bool prepare_kernels(Status& st) {
   NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
-  for (bool swapped : {false, true})
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     for (bool persistent : {false, true})
       for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
-        if ((!swapped || Arch::kSwappedTileM) && (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8))
-          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, swapped), cudaFuncAttributeMaxDynamicSharedMemorySize,
+        if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
+          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
+}
+
+// The cluster a GEMM kernel of the shape launches in: its CTAs per tile (a pair: 2).
+cudaLaunchAttribute cluster_of(int shape) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+  return cluster;
 }
 
 // A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so
@@ -2548,8 +2671,14 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
-                                        size_t(Arch::kSmemBytes), nullptr));
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(plan.grids[i]));
+    config.blockDim = dim3(Arch::kThreads);
+    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+    cudaLaunchAttribute cluster = cluster_of(plan.shapes[i]);
+    config.attrs = &cluster;
+    config.numAttrs = Arch::geometry(plan.shapes[i]).ctas > 1 ? 1 : 0;  // the default queue: the config's zero handle
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), argv));
   }
   return true;
 }
@@ -2559,8 +2688,9 @@ bool instantiate_plan(Plan& plan, Status& st) {
   NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
   cudaGraphNode_t prev = nullptr;
   // One kernel node after the previous one (the nodes form a chain); a programmatic edge lets the
-  // GEMM launch before the prepass ends (it waits where it reads the prepass's output).
-  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic) {
+  // GEMM launch before the prepass ends (it waits where it reads the prepass's output). A pair's
+  // GEMM node carries its cluster (the prepass passes shape -1).
+  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic, int shape) {
     void* argv[] = {args};
     cudaKernelNodeParams p{};
     p.func = const_cast<void*>(func);
@@ -2570,6 +2700,10 @@ bool instantiate_plan(Plan& plan, Status& st) {
     p.kernelParams = argv;
     cudaGraphNode_t node;
     cudaError_t e = cudaGraphAddKernelNode(&node, graph, nullptr, 0, &p);
+    if (e == cudaSuccess && shape >= 0 && Arch::geometry(shape).ctas > 1) {
+      const cudaLaunchAttribute cluster = cluster_of(shape);
+      e = cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension, &cluster.val);
+    }
     if (e == cudaSuccess && prev) {
       cudaGraphEdgeData edge{};
       if (programmatic) {
@@ -2587,10 +2721,10 @@ bool instantiate_plan(Plan& plan, Status& st) {
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
-    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
+    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
-              &plan.launches[i], Arch::kPrepass);
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),
+              unsigned(Arch::kSmemBytes), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));
@@ -2626,18 +2760,18 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
 // that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
 // workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
-// tiles: -1 the tile shape the schedule chooses, 0 the unswapped tiles, 1 the swapped ones (sm_100a;
-// elsewhere every value means the one shape there is).
+// tiles: -1 the tile shape the schedule chooses, or one of Arch's shapes (sm_100a: 0 unswapped, 1
+// swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
 int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, void** plan_out,
                       char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
-  if (tiles < kTilesChosen || tiles > kTilesSwapped) return st.fail("tiles must be -1 (chosen), 0 (unswapped) or 1 (swapped)"), 1;
+  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
   assign_workspace(groups, workspace);
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, TileChoice(tiles), *plan, st)) {
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, tiles, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -2681,19 +2815,20 @@ int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
 #endif
 }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
-// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), swapped flag, number of tiles;
-// tiles and cta_first_tile copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* swapped, int* num_tiles,
+// grid (CTAs), persistent flag, fixed wgmma N / 8 (0: chosen per tile), tile shape, number of
+// tiles; tiles and cta_first_tile (per CTA, or per pair) copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles,
                            uint32_t* tiles, uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
   *persistent = p->persistent[size_t(launch)];
   *fixed_n8 = p->fixed_n8[size_t(launch)];
-  *swapped = p->swapped[size_t(launch)];
-  *num_tiles = a.cta_first_tile[*grid];
+  *shape = p->shapes[size_t(launch)];
+  const int units = *grid / nvfp4::Arch::geometry(*shape).ctas;  // a pair's CTAs share one tile range
+  *num_tiles = a.cta_first_tile[units];
   std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
-  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
+  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(units + 1));
   return 0;
 }
 // Group arguments of launch-local group g: sfa, sfb, c, m, n, k, m_chunk_rows, a_box_rows; and its two tensor maps.
@@ -2707,24 +2842,24 @@ int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_
   std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
   return 0;
 }
-// A rows and B rows per tile, the K multiple, and A rows per swapped tile (0: no swapped kernel).
-int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* swapped_tile_m) {
+// A rows and B rows per tile of shape 0, the K multiple, and how many tile shapes there are.
+int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* tile_shapes) {
   *tile_m = nvfp4::Arch::kTileM;
-  *swapped_tile_m = nvfp4::Arch::kSwappedTileM;
+  *tile_shapes = nvfp4::Arch::kTileShapes;
   *tile_n = nvfp4::Arch::kTileN;
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
 // The schedule alone, from sizes (no GPU), tiles as nvfp4_plan_create takes it: per tile 8 ints:
 // group, m_chunk, n_block, launch, cta, the tile's A rows, its launch's fixed wgmma N / 8 (0: chosen
-// per tile) and swapped flag. Returns the tile count.
+// per tile) and tile shape. Returns the tile count.
 int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
   for (int g = 0; g < num_groups; ++g)
     groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
   int count = 0, launch = 0;
-  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, TileChoice(tiles))->launches) {
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, tiles)->launches) {
     for (int c = 0; c < sched.ctas(); ++c)
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
@@ -2732,7 +2867,7 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* 
           const GroupShape& s = groups[size_t(sched.groups[size_t(t.group)])];
           int* o = out + 8 * count;
           o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
-          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8, o[7] = sched.swapped;
+          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8, o[7] = sched.shape;
         }
         ++count;
       }
@@ -2740,10 +2875,19 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* 
   }
   return count;
 }
-// TMEM columns of the sm_100a kernel, swapped (1) or not (0), persistent (1) or single-tile (0):
-// buffers, M-side scale column, N-side scale column, columns used, columns allocated. Returns 1 on
+// TMEM columns of the sm_100a kernel of a tile shape, persistent (1) or single-tile (0): buffers,
+// M-side scale column, N-side scale column, columns used, columns allocated. Returns 1 on
 // architectures without TMEM.
-int nvfp4_tmem_plan(int swapped, int persistent, int* out) { return nvfp4::Arch::tmem_plan(swapped != 0, persistent != 0, out) ? 0 : 1; }
+int nvfp4_tmem_plan(int shape, int persistent, int* out) {
+  return shape >= 0 && shape < nvfp4::Arch::kTileShapes && nvfp4::Arch::tmem_plan(shape, persistent != 0, out) ? 0 : 1;
+}
+// A rows, B rows and CTAs of a tile of the shape; returns 1 for a shape this build does not have.
+int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
+  if (shape < 0 || shape >= nvfp4::Arch::kTileShapes) return 1;
+  const auto g = nvfp4::Arch::geometry(shape);
+  *a_rows = g.a_rows, *b_rows = g.b_rows, *ctas = g.ctas;
+  return 0;
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }
@@ -2836,6 +2980,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, c_int, ptr(c_int), c_int]),
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
         "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
+        "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype
@@ -2844,9 +2989,10 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 # The sm_100a tile shapes (nvfp4_plan_create's tiles): the one the schedule chooses by its cost,
-# 128 rows of A by 128 of B, or swapped (128 rows of B by 256 of A).
-TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED = -1, 0, 1
-TILE_SHAPE_NAMES = {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped"}
+# 128 rows of A by 128 of B, swapped (128 rows of B by 256 of A), or swapped over a CTA pair (256
+# rows of B by 128 of A).
+TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED, TILES_PAIR = -1, 0, 1, 2
+TILE_SHAPE_NAMES = {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"}
 
 _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call
 
@@ -2901,12 +3047,12 @@ class KernelPath:
         self.lib = lib
         self.arch = lib.nvfp4_arch()
         self.emulated = bool(lib.nvfp4_tcgen05_emulated())
-        tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
-        self.lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
+        tile_m, tile_n, k_multiple, tile_shapes = (ctypes.c_int() for _ in range(4))
+        self.lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, tile_shapes)))
         self.k_multiple = k_multiple.value
         self.num_sms = torch.cuda.get_device_properties(device).multi_processor_count
-        self.tiles = TILES_CHOSEN  # or TILES_UNSWAPPED / TILES_SWAPPED: the sm_100a tile shape every new plan takes
-        self.tile_shapes = (TILES_UNSWAPPED, TILES_SWAPPED) if swapped_tile_m.value else (TILES_CHOSEN,)  # what the kernels can run
+        self.tiles = TILES_CHOSEN  # or one of tile_shapes: the tile shape every new plan takes
+        self.tile_shapes = tuple(range(tile_shapes.value)) if tile_shapes.value > 1 else (TILES_CHOSEN,)  # what the kernels can run
         self.capacity = capacity
         self._plans = {}
         self._dead = []   # keys of plans whose tensors died (appended by weakref callbacks)

@@ -15,8 +15,8 @@ struct GroupArgs {
   const uint8_t* sfb;
   __half* c;            // [M][N] row-major
   int m, n, k;
-  int m_chunk_rows;     // A rows per tile: 256 (sm_90a) or 128, fewer when the problem has too few tiles for the GPU
-  int a_box_rows;       // rows one TMA load of A brings
+  int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
+  int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
 };
 
 struct LaunchArgs {
@@ -24,7 +24,7 @@ struct LaunchArgs {
   CUtensorMap tmap_b[kMaxGroupsPerLaunch];  // packed FP4 B: [N rows][K/2 bytes]
   GroupArgs groups[kMaxGroupsPerLaunch];
   uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
-  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 

@@ -27,18 +27,18 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
 // that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
 // workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
-// tiles: -1 the tile shape the schedule chooses, 0 the unswapped tiles, 1 the swapped ones (sm_100a;
-// elsewhere every value means the one shape there is).
+// tiles: -1 the tile shape the schedule chooses, or one of Arch's shapes (sm_100a: 0 unswapped, 1
+// swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
 int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, void** plan_out,
                       char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
-  if (tiles < kTilesChosen || tiles > kTilesSwapped) return st.fail("tiles must be -1 (chosen), 0 (unswapped) or 1 (swapped)"), 1;
+  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
   assign_workspace(groups, workspace);
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, TileChoice(tiles), *plan, st)) {
+  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, tiles, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -82,19 +82,20 @@ int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
 #endif
 }
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
-// grid, persistent flag, fixed wgmma N / 8 (0: chosen per tile), swapped flag, number of tiles;
-// tiles and cta_first_tile copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* swapped, int* num_tiles,
+// grid (CTAs), persistent flag, fixed wgmma N / 8 (0: chosen per tile), tile shape, number of
+// tiles; tiles and cta_first_tile (per CTA, or per pair) copied out (up to the given capacities).
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles,
                            uint32_t* tiles, uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
   *persistent = p->persistent[size_t(launch)];
   *fixed_n8 = p->fixed_n8[size_t(launch)];
-  *swapped = p->swapped[size_t(launch)];
-  *num_tiles = a.cta_first_tile[*grid];
+  *shape = p->shapes[size_t(launch)];
+  const int units = *grid / nvfp4::Arch::geometry(*shape).ctas;  // a pair's CTAs share one tile range
+  *num_tiles = a.cta_first_tile[units];
   std::memcpy(tiles, a.tiles, sizeof(uint32_t) * size_t(*num_tiles));
-  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(*grid + 1));
+  std::memcpy(cta_first, a.cta_first_tile, sizeof(uint16_t) * size_t(units + 1));
   return 0;
 }
 // Group arguments of launch-local group g: sfa, sfb, c, m, n, k, m_chunk_rows, a_box_rows; and its two tensor maps.
@@ -108,24 +109,24 @@ int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_
   std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
   return 0;
 }
-// A rows and B rows per tile, the K multiple, and A rows per swapped tile (0: no swapped kernel).
-int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* swapped_tile_m) {
+// A rows and B rows per tile of shape 0, the K multiple, and how many tile shapes there are.
+int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* tile_shapes) {
   *tile_m = nvfp4::Arch::kTileM;
-  *swapped_tile_m = nvfp4::Arch::kSwappedTileM;
+  *tile_shapes = nvfp4::Arch::kTileShapes;
   *tile_n = nvfp4::Arch::kTileN;
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
 // The schedule alone, from sizes (no GPU), tiles as nvfp4_plan_create takes it: per tile 8 ints:
 // group, m_chunk, n_block, launch, cta, the tile's A rows, its launch's fixed wgmma N / 8 (0: chosen
-// per tile) and swapped flag. Returns the tile count.
+// per tile) and tile shape. Returns the tile count.
 int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
   for (int g = 0; g < num_groups; ++g)
     groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
   int count = 0, launch = 0;
-  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, TileChoice(tiles))->launches) {
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, tiles)->launches) {
     for (int c = 0; c < sched.ctas(); ++c)
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
@@ -133,7 +134,7 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* 
           const GroupShape& s = groups[size_t(sched.groups[size_t(t.group)])];
           int* o = out + 8 * count;
           o[0] = sched.groups[size_t(t.group)], o[1] = t.m_chunk, o[2] = t.n_block, o[3] = launch, o[4] = int(c);
-          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8, o[7] = sched.swapped;
+          o[5] = std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), o[6] = sched.fixed_n8, o[7] = sched.shape;
         }
         ++count;
       }
@@ -141,10 +142,19 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* 
   }
   return count;
 }
-// TMEM columns of the sm_100a kernel, swapped (1) or not (0), persistent (1) or single-tile (0):
-// buffers, M-side scale column, N-side scale column, columns used, columns allocated. Returns 1 on
+// TMEM columns of the sm_100a kernel of a tile shape, persistent (1) or single-tile (0): buffers,
+// M-side scale column, N-side scale column, columns used, columns allocated. Returns 1 on
 // architectures without TMEM.
-int nvfp4_tmem_plan(int swapped, int persistent, int* out) { return nvfp4::Arch::tmem_plan(swapped != 0, persistent != 0, out) ? 0 : 1; }
+int nvfp4_tmem_plan(int shape, int persistent, int* out) {
+  return shape >= 0 && shape < nvfp4::Arch::kTileShapes && nvfp4::Arch::tmem_plan(shape, persistent != 0, out) ? 0 : 1;
+}
+// A rows, B rows and CTAs of a tile of the shape; returns 1 for a shape this build does not have.
+int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
+  if (shape < 0 || shape >= nvfp4::Arch::kTileShapes) return 1;
+  const auto g = nvfp4::Arch::geometry(shape);
+  *a_rows = g.a_rows, *b_rows = g.b_rows, *ctas = g.ctas;
+  return 0;
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }

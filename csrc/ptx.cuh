@@ -39,12 +39,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA runs on one thread, and under
 // compute-sanitizer a wait for it outlasts 10 s.
 constexpr long long kWaitTrapCycles = NVFP4_TCGEN05_EMULATION ? 2000000000000LL : 20000000000LL;
+template <bool kClusterAcquire = false>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   long long start = 0;
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_try_wait<kClusterAcquire>(bar, parity)) {
     if (start == 0) start = clock64();
     else if (clock64() - start > kWaitTrapCycles) __trap();
   }
+}
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+// Arrive (release at cluster scope) on the barrier at the same offset in the cluster's CTA `rank`.
+__device__ __forceinline__ void mbar_arrive_in(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+// Every thread of every CTA of the cluster.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 __device__ __forceinline__ uint64_t l2_evict_first() {
   uint64_t policy;

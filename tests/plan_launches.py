@@ -10,7 +10,7 @@ class Launch(NamedTuple):
     tiles: int
     persistent: bool  # sm_100a: the kernel with the TMEM double buffer
     fixed_n8: int     # sm_90a: the kernel built for wgmma N = 8 * fixed_n8; 0: the one choosing each tile's N
-    swapped: bool     # sm_100a: the kernel of the swapped tiles
+    shape: int        # sm_100a: the tile shape (submission.TILES_*)
 
 
 def launches(path: submission.KernelPath, data) -> list[Launch]:
@@ -18,10 +18,10 @@ def launches(path: submission.KernelPath, data) -> list[Launch]:
     try:
         out = []
         for launch in range(path.lib.nvfp4_plan_launch_count(handle)):
-            grid, persistent, fixed_n8, swapped, tiles = (ctypes.c_int() for _ in range(5))
-            path.lib.nvfp4_plan_launch_info(handle, launch, *map(ctypes.byref, (grid, persistent, fixed_n8, swapped, tiles)),
+            grid, persistent, fixed_n8, shape, tiles = (ctypes.c_int() for _ in range(5))
+            path.lib.nvfp4_plan_launch_info(handle, launch, *map(ctypes.byref, (grid, persistent, fixed_n8, shape, tiles)),
                                             (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 300)())
-            out.append(Launch(grid.value, tiles.value, bool(persistent.value), fixed_n8.value, bool(swapped.value)))
+            out.append(Launch(grid.value, tiles.value, bool(persistent.value), fixed_n8.value, shape.value))
         return out
     finally:
         path.lib.nvfp4_plan_destroy(handle)

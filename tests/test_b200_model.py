@@ -69,10 +69,12 @@ def test_the_fit_matches_every_worklog_point_within_its_documented_error():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="the plan's schedule comes from the sm_100a library (needs nvcc)")
 def test_our_estimate_uses_the_plans_real_schedule():
     for case, (m, n, k) in enumerate(model.BENCHMARKS):
-        for forced, shape in ((0, model.Shape()), (1, model.Shape(**model.SWAPPED))):
-            schedule, swapped = model.our_schedule(m, n, k, forced)
+        for forced, fields in enumerate(model.OUR_SHAPES):
+            shape = model.Shape(**fields)
+            schedule, chosen = model.our_schedule(m, n, k, forced)
             tiles = [t for unit in schedule for t in unit]
-            assert swapped == bool(forced) and sorted(tiles) == sorted(model.tiles(shape, m, n, k)) and len(schedule) <= model.SMS
+            assert chosen == forced and sorted(tiles) == sorted(model.tiles(shape, m, n, k))
+            assert len(schedule) <= model.SMS // (2 if shape.pair else 1)
     table = model.case_table(model.OURS, model.Params())
     assert table.count("\n| ") == 1 + len(model.BENCHMARKS)
 

@@ -80,7 +80,7 @@ def test_scale_offsets_match_the_reordered_layout(lib, mn, k):
 
 
 def schedule(lib, m, n, k, num_sms, tiles=-1):
-    """Per tile: group, m chunk, n block, launch, CTA, A rows, the launch's fixed wgmma N / 8 and swapped flag."""
+    """Per tile: group, m chunk, n block, launch, unit (a CTA, or a pair), A rows, the launch's fixed wgmma N / 8 and tile shape."""
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for triple in zip(m, n, k) for v in triple])
     capacity = 1 << 16
     out = (ctypes.c_int * (8 * capacity))()
@@ -89,9 +89,16 @@ def schedule(lib, m, n, k, num_sms, tiles=-1):
 
 
 def tile_rows(lib):
-    """A rows, B rows per tile, the K multiple, A rows per swapped tile."""
+    """A rows, B rows per tile of shape 0, the K multiple, the number of tile shapes."""
     values = [ctypes.c_int() for _ in range(4)]
     lib.nvfp4_tile_rows(*map(ctypes.byref, values))
+    return [v.value for v in values]
+
+
+def tile_shape(lib, shape):
+    """A rows, B rows and CTAs of a tile of the shape."""
+    values = [ctypes.c_int() for _ in range(3)]
+    assert lib.nvfp4_tile_shape(shape, *map(ctypes.byref, values)) == 0
     return [v.value for v in values]
 
 
@@ -105,25 +112,29 @@ def schedule_cases():
 
 @pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
 @pytest.mark.parametrize("num_sms", [132, 148])
-@pytest.mark.parametrize("choice", [-1, 0, 1], ids=["chosen", "unswapped", "swapped"])
+@pytest.mark.parametrize("choice", [-1, 0, 1, 2], ids=["chosen", "unswapped", "swapped", "pair"])
 def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms, choice):
-    tile_m, tile_n, k_mult, swapped_tile_m = tile_rows(lib)
+    _, _, k_mult, shapes = tile_rows(lib)
+    if choice >= shapes:
+        pytest.skip("no such tile shape in this build")
     m, n, k = case["m"], case["n"], tuple(max(v, k_mult) // k_mult * k_mult for v in case["k"])
     tiles = schedule(lib, m, n, k, num_sms, choice)
     keys = [tuple(t[:3]) for t in tiles]
     assert len(keys) == len(set(keys)), "a tile is scheduled twice"
-    swapped = set(tiles[:, 7])
-    assert len(swapped) == 1 and swapped <= ({0} if not swapped_tile_m or choice == 0 else {1} if choice == 1 else {0, 1})
-    widest = swapped_tile_m if 1 in swapped else tile_m
+    used = set(tiles[:, 7])
+    assert len(used) == 1 and (choice < 0 or used == {choice})
+    a_rows, b_rows, ctas = tile_shape(lib, int(tiles[0, 7]))
     for g in range(len(m)):
         chunks = {mc: rows for (gg, mc, _, _, _, rows, _, _) in tiles if gg == g}
         if m[g] == 0:
             assert not chunks
             continue
-        expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // tile_n))}
+        expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(-(-n[g] // b_rows))}
         assert {key for key in keys if key[0] == g} == expected
         rows = [chunks[mc] for mc in range(len(chunks))]
-        assert sum(rows) == m[g] and rows[0] <= widest and all(r == rows[0] for r in rows[:-1]) and 0 < rows[-1] <= rows[0]
+        assert sum(rows) == m[g] and rows[0] <= a_rows and all(r == rows[0] for r in rows[:-1]) and 0 < rows[-1] <= rows[0]
+    for launch in set(tiles[:, 3]):
+        assert tiles[tiles[:, 3] == launch][:, 4].max() < num_sms // ctas  # a pair's two CTAs are one unit
     for _, _, _, _, _, rows, fixed_n8, _ in tiles:
         assert fixed_n8 == 0 or rows <= 8 * fixed_n8
     for launch in set(tiles[:, 3]):
@@ -198,20 +209,25 @@ def test_tmem_plan_fits_its_allocation():
     # Swapped: a 256-column accumulator, whose second would leave no room for the scales.
     assert lib100.nvfp4_tmem_plan(1, 1, plan) == 0 and list(plan) == [1, 256, 272, 304, 512]
     assert lib100.nvfp4_tmem_plan(1, 0, plan) == 0 and list(plan) == [1, 256, 272, 304, 512]
+    # The pair: 128 accumulator columns per CTA, two of them in the persistent kernel.
+    assert lib100.nvfp4_tmem_plan(2, 1, plan) == 0 and list(plan) == [2, 256, 272, 288, 512]
+    assert lib100.nvfp4_tmem_plan(2, 0, plan) == 0 and list(plan) == [1, 128, 144, 160, 256]
+    assert lib100.nvfp4_tmem_plan(3, 0, plan) == 1 and lib100.nvfp4_tmem_plan(-1, 0, plan) == 1
 
 
 def test_sm100_tile_shape_follows_the_cost_of_the_busiest_cta():
-    """The benchmark cases on 148 SMs: cases 0 and 1 (8 groups of 40 to 248 rows, many tiles per CTA)
-    read each B tile once for all of a group's rows in swapped tiles; cases 2 and 3 (two groups,
-    fewer 128 x 128 tiles than SMs) keep the unswapped ones, whose busiest CTA loads less. A forced
-    shape is taken as asked; sm_90a has one shape."""
+    """The benchmark cases on 148 SMs: case 1 (8 groups of 40 to 196 rows, K = 2048) reads each B tile
+    once for all of a group's rows in swapped tiles; cases 0, 2 and 3 take the pair's tiles, whose
+    CTAs load 192 rows per K block for 128 x 128 outputs (case 0: 176 pair tiles on 74 pairs; 2 and
+    3: fewer tiles than pairs). A forced shape is taken as asked; sm_90a has one shape."""
     from nvcc_build import load
 
     lib100, benchmarks = load(100), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
     chosen = [set(schedule(lib100, c["m"], c["n"], c["k"], 148)[:, 7]) for c in benchmarks]
-    assert chosen == [{1}, {1}, {0}, {0}]
+    assert chosen == [{2}, {1}, {2}, {2}]
     case = benchmarks[2]
-    assert set(schedule(lib100, case["m"], case["n"], case["k"], 148, 1)[:, 7]) == {1}
+    for forced in (0, 1, 2):
+        assert set(schedule(lib100, case["m"], case["n"], case["k"], 148, forced)[:, 7]) == {forced}
     assert set(schedule(load(90), case["m"], case["n"], case["k"], 132, 1)[:, 7]) == {0}
 
 

@@ -243,14 +243,14 @@ def emulated_path(num_sms: int, overrides: dict | None = None) -> submission.Ker
     return path
 
 
-TILE_SHAPES = {"unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED}
+TILE_SHAPES = {"unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED, "pair": submission.TILES_PAIR}
 
 
 @pytest.fixture(scope="module", params=[(ctas, shape) for shape in TILE_SHAPES for ctas in ("single-tile", "persistent")],
                 ids=lambda p: "-".join(p))
 def path(request):
-    """Every kernel: either tile shape, on as many CTAs as the GPU has SMs (these cases: one tile each)
-    or on 2 (each CTA walks several tiles)."""
+    """Every kernel: each tile shape, on as many CTAs as the GPU has SMs (these cases: one tile each)
+    or on 2 (each CTA, or the one pair, walks several tiles)."""
     ctas, shape = request.param
     path = emulated_path(torch.cuda.get_device_properties(0).multi_processor_count if ctas == "single-tile" else 2)
     path.tiles = TILE_SHAPES[shape]
@@ -269,8 +269,9 @@ def run_poisoned(path, data, seed: int = LAZY_SEED):
 
 def check(path, data, seed: int):
     """Poisoned outputs against the exact product under the seed; and the kernel variant is the one the fixture names."""
-    for ctas, tiles, persistent, fixed_n8, swapped in launches(path, data):
-        assert persistent == (tiles > ctas) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0 and swapped == bool(path.tiles)
+    for ctas, tiles, persistent, fixed_n8, shape in launches(path, data):
+        units = ctas // (2 if shape == submission.TILES_PAIR else 1)
+        assert persistent == (tiles > units) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0 and shape == path.tiles
     out, data = run_poisoned(path, data, seed)
     assert_matches_exact(out, data)
 
@@ -302,12 +303,16 @@ def test_sixty_four_groups(path, seed):
 # ----------------------------------------------------------------------------- it catches layout bugs
 BROKEN = {
     "A/B descriptors without the 128-byte swizzle": ("| 1ull << 46 | 2ull << 61;", "| 1ull << 46 | 0ull << 61;"),
-    "scale columns of the next 32 rows": ("instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,",
-                                          "instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4 + 1,"),
+    "scale columns of the next 32 rows": ("instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,",
+                                          "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4 + 1,"),
     # The swapped tiles' own parts: the N side's second piece, and the epilogue's transpose.
     "swapped: the second N piece reads the first piece's A rows": ("desc_ab(n_tile + p * 128 * 128 + k * 32)", "desc_ab(n_tile + k * 32)"),
     "swapped: the staging written untransposed": ("rows[j * 32 + lane] = __float2half_rn(v[j]);", "rows[lane * 32 + j] = __float2half_rn(v[j]);"),
+    # The pair's split: the odd CTA loading the even one's half of A, or of B.
+    "pair: both CTAs load the first half of the A rows": ("a_row = tc.off_m + int(rank) * S::kCtaRowsA", "a_row = tc.off_m"),
+    "pair: both CTAs load the first half of the B rows": ("(t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB", "(t.n_block * S::kCtaGroup) * S::kRowsB"),
 }
+BROKEN_SHAPE = {"swapped": submission.TILES_SWAPPED, "pair": submission.TILES_PAIR}
 
 
 @pytest.mark.parametrize("bug", list(BROKEN))
@@ -315,7 +320,7 @@ def test_a_deliberately_broken_layout_fails(bug):
     from nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN[bug]))
-    path.tiles = submission.TILES_SWAPPED if bug.startswith("swapped") else submission.TILES_UNSWAPPED
+    path.tiles = BROKEN_SHAPE.get(bug.split(":")[0], submission.TILES_UNSWAPPED)
     data = generate_input((256, 64), (256, 128), (512, 256), 2, seed=3)
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):
@@ -323,9 +328,9 @@ def test_a_deliberately_broken_layout_fails(bug):
 
 
 # ----------------------------------------------------------------------------- it catches synchronization bugs
-EPILOGUE_WAIT = "    mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);\n"
-RELEASE = "      tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it\n"
-STAGE_LOADED = "      mbar_wait_or_trap(bars.tma(stage), tma_phase);\n      tcgen05_fence_after_sync();\n"
+EPILOGUE_WAIT = "    mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);\n"
+RELEASE = "      tcgen05_commit_multicast<kGroup>(bars.mma(stage), kBoth);  // frees the stage once these MMAs have read it\n"
+STAGE_LOADED = "      mbar_wait_or_trap<S::kIsPair>(bars.tma(stage), tma_phase);\n      tcgen05_fence_after_sync();\n"
 PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), problem (m, n, k), the detector's message
     # (for a read of the accumulator: "... nothing has written ..." or "... a queued operation has not yet written ...",
     # whichever the MMA's issue order makes it)

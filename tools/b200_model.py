@@ -68,7 +68,7 @@ class Config:
     store_bytes: int = 4            # bytes per store instruction in the epilogue
     double_buffered: bool = False   # the epilogue of tile t overlaps the K loop of tile t + 1
     fill_unrolled: bool = False     # the first pipeline fill issued without waits
-    tiles: bool | None = None       # order "ours": the plan's choice of tile shape (None), or swapped (True) or not (False)
+    tiles: int | None = None        # order "ours": the plan's choice of tile shape (None), or that shape (OUR_SHAPES)
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,10 @@ def static_schedule(shape: Shape, m: tuple, n: int, k: int) -> list[list[tuple[i
     return [ordered[u::used] for u in range(used)]
 
 
-def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[tuple[int, int, int]]], bool]:
-    """The tiles of each CTA in the sm_100a plan's real schedule (built by the sm_100a library; needs
-    nvcc), tiles as nvfp4_plan_create takes it (-1: the shape the plan chooses); and whether they are swapped."""
+def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[tuple[int, int, int]]], int]:
+    """The tiles of each CTA (each pair) in the sm_100a plan's real schedule (built by the sm_100a
+    library; needs nvcc), tiles as nvfp4_plan_create takes it (-1: the shape the plan chooses); and
+    their shape (0 unswapped, 1 swapped, 2 pair)."""
     import ctypes
 
     sys.path.insert(0, str(ROOT / "tools"))
@@ -154,19 +155,20 @@ def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[t
         raise ValueError("the model handles one launch per case")
     ctas = int(rows[:, 4].max()) + 1
     schedule = [[(int(g), int(mt), int(nt)) for g, mt, nt, _, c, *_ in rows if c == cta] for cta in range(ctas)]
-    return schedule, bool(rows[0, 7])
+    return schedule, int(rows[0, 7])
 
 
-# Our swapped tiles (csrc/sm100 TileShape<true>): 128 rows of B by up to 256 of A, one accumulator.
-SWAPPED = dict(swapped=True, tile_m=256, single_buffer=True)
+# Our tile shapes (csrc/sm100 TileShape) as the model's fields: unswapped 128 x 128; swapped, 128
+# rows of B by up to 256 of A with one accumulator; the swapped tile over a pair, 256 rows of B by 128 of A.
+OUR_SHAPES = (dict(), dict(swapped=True, tile_m=256, single_buffer=True), dict(swapped=True, pair=True, tile_m=128, tile_n=256))
 
 
 def work(config: Config, case: int) -> Work:
     shape = config.shapes[case]
     m, n, k = BENCHMARKS[case]
     if shape.order == "ours":  # the plan's schedule, of the tile shape it chooses (or is asked for)
-        schedule, swapped = our_schedule(m, n, k, {None: -1, False: 0, True: 1}[config.tiles])
-        shape = replace(shape, **SWAPPED) if swapped else shape
+        schedule, chosen = our_schedule(m, n, k, -1 if config.tiles is None else config.tiles)
+        shape = replace(shape, **OUR_SHAPES[chosen])
     else:
         schedule = static_schedule(shape, m, n, k)
     split = 2 if shape.pair else 1
@@ -256,15 +258,16 @@ WORKLOG = {
 }
 # Today's sm_100a kernel (csrc/sm100): one CTA per tile, the plan's LPT schedule over at most 148
 # CTAs, each thread storing 16 bytes at a time, the first pipeline fill issued without waits; 128 x
-# 128 x 256 tiles, TMEM double-buffered when a CTA has several, or the swapped tiles where the plan
-# finds its busiest CTA's cost lower with them (cases 0 and 1).
+# 128 x 128 tiles, TMEM double-buffered when a CTA has several, swapped tiles, or swapped tiles over
+# CTA pairs, whichever the plan finds its busiest CTAs' cost lowest with.
 OURS = Config("ours", every_case(order="ours"), store_bytes=16, double_buffered=True, fill_unrolled=True)
 # Earlier and other forms of it, which the model ranks against it.
 CANDIDATES = {
-    "ours-half2": replace(OURS, name="ours-half2", store_bytes=4, fill_unrolled=False, tiles=False),  # 4-byte half2 stores, waits in the first fill
-    "ours-waited-fill": replace(OURS, name="ours-waited-fill", fill_unrolled=False, tiles=False),
-    "ours-unswapped": replace(OURS, name="ours-unswapped", tiles=False),  # the 128 x 128 tiles only
-    "ours-swapped": replace(OURS, name="ours-swapped", tiles=True),      # the swapped tiles only
+    "ours-half2": replace(OURS, name="ours-half2", store_bytes=4, fill_unrolled=False, tiles=0),  # 4-byte half2 stores, waits in the first fill
+    "ours-waited-fill": replace(OURS, name="ours-waited-fill", fill_unrolled=False, tiles=0),
+    "ours-unswapped": replace(OURS, name="ours-unswapped", tiles=0),  # the 128 x 128 tiles only
+    "ours-swapped": replace(OURS, name="ours-swapped", tiles=1),      # the swapped tiles only
+    "ours-pair": replace(OURS, name="ours-pair", tiles=2),            # the pair's tiles only
 }
 
 

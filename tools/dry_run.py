@@ -42,28 +42,39 @@ def plan_for(lib, data, num_sms, tiles):
     return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512), tiles=tiles)
 
 
+def tile_shape(lib, shape: int) -> tuple[int, int, int]:
+    """A rows, B rows and CTAs of a tile of the shape."""
+    values = [ctypes.c_int() for _ in range(3)]
+    if lib.nvfp4_tile_shape(shape, *map(ctypes.byref, values)):
+        raise ValueError(f"no tile shape {shape} in this build")
+    return tuple(v.value for v in values)
+
+
 def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
     """Problems found in the launch arguments for `data` (empty when all checks pass)."""
     abc, _, sfr, sizes = data
-    tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
-    lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
+    tile_m, tile_n, k_multiple, tile_shapes = (ctypes.c_int() for _ in range(4))
+    lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, tile_shapes)))
     try:
         handle, _workspace = plan_for(lib, data, num_sms, tiles)
     except ValueError as e:
         return [str(e)]
-    problems, seen, chunk_rows = [], {}, {}
+    problems, seen, chunk_rows, shapes = [], {}, {}, set()
     try:
         for launch in range(lib.nvfp4_plan_launch_count(handle)):
-            grid, persistent, fixed_n8, swapped, count = (ctypes.c_int() for _ in range(5))
+            grid, persistent, fixed_n8, shape, count = (ctypes.c_int() for _ in range(5))
             packed, firsts = (ctypes.c_uint32 * 4096)(), (ctypes.c_uint16 * 512)()
-            lib.nvfp4_plan_launch_info(handle, launch, *map(ctypes.byref, (grid, persistent, fixed_n8, swapped, count)), packed, firsts)
-            if tiles != submission.TILES_CHOSEN and lib.nvfp4_arch() == 100 and swapped.value != tiles:
-                problems.append(f"launch {launch}: swapped={swapped.value}, asked for tiles={tiles}")
-            if not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > grid.value):
+            lib.nvfp4_plan_launch_info(handle, launch, *map(ctypes.byref, (grid, persistent, fixed_n8, shape, count)), packed, firsts)
+            shapes.add(shape.value)
+            a_rows, b_rows, tile_ctas = tile_shape(lib, shape.value)
+            units = grid.value // tile_ctas  # a pair's CTAs run one tile list
+            if tiles != submission.TILES_CHOSEN and tile_shapes.value > 1 and shape.value != tiles:
+                problems.append(f"launch {launch}: tile shape {shape.value}, asked for {tiles}")
+            if (grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units)):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
             if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8):
                 problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
-            if firsts[grid.value] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(grid.value)):
+            if firsts[units] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(units)):
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")
             groups = {}
             for i in range(count.value):
@@ -81,7 +92,7 @@ def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
                     problems.append(f"group {g}: a tensor map was not encoded")
                 key = (g, m_chunk, n_block)
                 seen[key] = seen.get(key, 0) + 1
-                off_m, off_n = m_chunk * chunk, n_block * tile_n.value
+                off_m, off_n = m_chunk * chunk, n_block * b_rows
                 rest_k = k // 64
                 for name, t, off in (("sfa", sfr[g][0], off_m), ("sfb", sfr[g][1], off_n)):
                     end = lib.nvfp4_scale_byte(off // 128 * 128 + 127, k // 16 - 1, k) + 1
@@ -92,16 +103,18 @@ def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
                 rows = min(chunk, m - off_m)
                 wgmma_rows = 8 * fixed_n8.value if fixed_n8.value else -(-rows // 8) * 8
                 chunk_rows.setdefault(g, set()).add(chunk)
-                sm100_rows = swapped_tile_m.value if swapped.value else tile_m.value
-                if (chunk not in ((sm100_rows,) if lib.nvfp4_arch() == 100 else range(8, tile_m.value + 1, 8))
-                        or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)):
+                if lib.nvfp4_arch() == 100:
+                    bad = chunk != a_rows or box != chunk // tile_ctas
+                else:
+                    bad = chunk not in range(8, tile_m.value + 1, 8) or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)
+                if bad:
                     problems.append(f"group {g} tile {key}: {rows} rows of an A chunk of {chunk}, a box of {box}, wgmma N {wgmma_rows}")
     finally:
         lib.nvfp4_plan_destroy(handle)
     for g, (m, n, _, _) in enumerate(sizes):
         if m and n:
             chunks = {mc for (gg, mc, _) in seen if gg == g}
-            n_blocks = -(-n // tile_n.value)
+            n_blocks = -(-n // tile_shape(lib, max(shapes))[1]) if len(shapes) == 1 else -1
             expected = {(g, mc, nb) for mc in range(len(chunks)) for nb in range(n_blocks)}
             one_chunk_size = len(chunk_rows.get(g, ())) == 1
             if {key for key in seen if key[0] == g} != expected or not one_chunk_size or len(chunks) != -(-m // min(chunk_rows[g])):
@@ -113,21 +126,19 @@ def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
 
 
 def tmem_problems(lib) -> list[str]:
-    """Each sm_100a kernel's TMEM columns: accumulators (128 columns, swapped 256, each), then 16
-    scale columns for the M side and 16 per 128 rows of the N side, inside a power-of-two allocation."""
+    """Each sm_100a kernel's TMEM columns: accumulators (a column per row of the MMA's N side: 128,
+    swapped 256), then 16 scale columns for the M side and 16 per 128 rows of the N side, inside a
+    power-of-two allocation."""
     problems = []
-    for swapped in (0, 1):
+    for shape, n_rows in enumerate((128, 256, 128)):
         for persistent in (0, 1):
             plan = (ctypes.c_int * 5)()
-            if lib.nvfp4_tmem_plan(swapped, persistent, plan):
+            if lib.nvfp4_tmem_plan(shape, persistent, plan):
                 return []
             buffers, sf_m, sf_n, used, allocated = plan
-            tile_m, tile_n, k_multiple, swapped_tile_m = (ctypes.c_int() for _ in range(4))
-            lib.nvfp4_tile_rows(*map(ctypes.byref, (tile_m, tile_n, k_multiple, swapped_tile_m)))
-            n_rows = swapped_tile_m.value if swapped else tile_n.value
             if not (sf_m >= buffers * n_rows and sf_n >= sf_m + 16 and used >= sf_n + 16 * (n_rows // 128) and used <= allocated <= 512
                     and allocated & (allocated - 1) == 0 and allocated >= 32 and buffers in (1, 2)):
-                problems.append(f"TMEM plan (swapped={swapped}, persistent={persistent}) {list(plan)} does not fit its allocation")
+                problems.append(f"TMEM plan (shape {shape}, persistent={persistent}) {list(plan)} does not fit its allocation")
     return problems
 
 
@@ -144,7 +155,7 @@ def main():
     failures = tmem_problems(lib)
     if byte_element_maps(lib):
         print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
-    choices = {"chosen": submission.TILES_CHOSEN, "unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED}
+    choices = {name: tiles for tiles, name in submission.TILE_SHAPE_NAMES.items()}
     for spec, case in cases():
         data = generate_input(**case)
         for label, tiles in (choices.items() if args.arch == 100 else [("", submission.TILES_CHOSEN)]):

@@ -33,7 +33,7 @@ struct Plan {
   std::vector<int> grids;
   std::vector<char> persistent;  // per launch: some CTA runs more than one tile
   std::vector<int> fixed_n8;     // per launch: the wgmma N of its kernel / 8 (0: chosen per tile)
-  std::vector<char> swapped;     // per launch: the swapped tiles' kernel
+  std::vector<int> shapes;       // per launch: its tile shape (Arch::geometry)
   cudaGraphExec_t graph = nullptr;
 };
 
@@ -56,7 +56,7 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, TileChoice choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, int choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
@@ -72,7 +72,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
-      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows);  // every row the wgmma read
+      ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
         prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
@@ -93,10 +93,10 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements,
     }
     std::copy(sched.tiles.begin(), sched.tiles.end(), args.tiles);
     std::copy(sched.cta_first.begin(), sched.cta_first.end(), args.cta_first_tile);
-    plan.grids.push_back(sched.ctas());
+    plan.grids.push_back(sched.ctas() * Arch::geometry(sched.shape).ctas);
     plan.persistent.push_back(int(sched.tiles.size()) > sched.ctas());
     plan.fixed_n8.push_back(sched.fixed_n8);
-    plan.swapped.push_back(sched.swapped);
+    plan.shapes.push_back(sched.shape);
     if (Arch::kPrepass) {
       const int groups = int(sched.groups.size());
       // One thread per 16-byte chunk (8 per item), at most ~16 blocks per SM over all groups.
@@ -117,15 +117,23 @@ bool prepare_kernels(Status& st) {
   NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) < prepared.size() && prepared[size_t(device)]) return true;
-  for (bool swapped : {false, true})
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     for (bool persistent : {false, true})
       for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
-        if ((!swapped || Arch::kSwappedTileM) && (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8))
-          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, swapped), cudaFuncAttributeMaxDynamicSharedMemorySize,
+        if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
+          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
+}
+
+// The cluster a GEMM kernel of the shape launches in: its CTAs per tile (a pair: 2).
+cudaLaunchAttribute cluster_of(int shape) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+  return cluster;
 }
 
 // A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so
@@ -138,8 +146,14 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), argv,
-                                        size_t(Arch::kSmemBytes), nullptr));
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(plan.grids[i]));
+    config.blockDim = dim3(Arch::kThreads);
+    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+    cudaLaunchAttribute cluster = cluster_of(plan.shapes[i]);
+    config.attrs = &cluster;
+    config.numAttrs = Arch::geometry(plan.shapes[i]).ctas > 1 ? 1 : 0;  // the default queue: the config's zero handle
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), argv));
   }
   return true;
 }
@@ -149,8 +163,9 @@ bool instantiate_plan(Plan& plan, Status& st) {
   NVFP4_CUDA_TRY(st, cudaGraphCreate(&graph, 0));
   cudaGraphNode_t prev = nullptr;
   // One kernel node after the previous one (the nodes form a chain); a programmatic edge lets the
-  // GEMM launch before the prepass ends (it waits where it reads the prepass's output).
-  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic) {
+  // GEMM launch before the prepass ends (it waits where it reads the prepass's output). A pair's
+  // GEMM node carries its cluster (the prepass passes shape -1).
+  auto add = [&](const void* func, dim3 grid, dim3 block, unsigned smem, void* args, bool programmatic, int shape) {
     void* argv[] = {args};
     cudaKernelNodeParams p{};
     p.func = const_cast<void*>(func);
@@ -160,6 +175,10 @@ bool instantiate_plan(Plan& plan, Status& st) {
     p.kernelParams = argv;
     cudaGraphNode_t node;
     cudaError_t e = cudaGraphAddKernelNode(&node, graph, nullptr, 0, &p);
+    if (e == cudaSuccess && shape >= 0 && Arch::geometry(shape).ctas > 1) {
+      const cudaLaunchAttribute cluster = cluster_of(shape);
+      e = cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension, &cluster.val);
+    }
     if (e == cudaSuccess && prev) {
       cudaGraphEdgeData edge{};
       if (programmatic) {
@@ -177,10 +196,10 @@ bool instantiate_plan(Plan& plan, Status& st) {
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
-    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false);
+    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.swapped[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads), unsigned(Arch::kSmemBytes),
-              &plan.launches[i], Arch::kPrepass);
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),
+              unsigned(Arch::kSmemBytes), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));

@@ -32,22 +32,22 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-inline int a_box_rows(int m, int chunk_rows) { return Arch::a_box_rows(m, chunk_rows); }
-inline int64_t tile_cost(int m_rows, int k, bool swapped) { return Arch::tile_cost(m_rows, k, swapped); }
+inline int a_box_rows(int m, int chunk_rows, int shape) { return Arch::a_box_rows(m, chunk_rows, shape); }
+inline int64_t tile_cost(int m_rows, int k, int shape) { return Arch::tile_cost(m_rows, k, shape); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
-  bool swapped = false;         // sm_100a: the swapped tiles (Arch::kSwappedTileM A rows by kTileN B rows)
+  int shape = 0;                // the tile shape (Arch::geometry; sm_100a: sm100::TileShapeId)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
   int ctas() const { return int(cta_first.size()) - 1; }
 };
 
-inline int count_tiles(const std::vector<GroupShape>& groups) {
+inline int count_tiles(const std::vector<GroupShape>& groups, int shape = 0) {
   int tiles = 0;
   for (const GroupShape& s : groups)
-    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::kTileN);
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::geometry(shape).b_rows);
   return tiles;
 }
 
@@ -146,22 +146,23 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
     own[size_t(cta_of[t])] += tiles[t].cost;
-    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, false) * 15 / 16;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, 0) * 15 / 16;
   }
   return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, bool swapped) {
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int shape) {
+  const int b_rows = Arch::geometry(shape).b_rows, units = num_sms / Arch::geometry(shape).ctas;  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
-  items.reserve(size_t(count_tiles(groups)));
+  items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
     const GroupShape& s = groups[g];
     if (!has_tiles(s)) continue;
     for (int mc = 0; mc < ceil_div(s.m, s.chunk_rows); ++mc)
-      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, Arch::kTileN); ++nb)
-        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, swapped)});
+      for (int nb = 0, rows = std::min(s.chunk_rows, s.m - mc * s.chunk_rows); nb < ceil_div(s.n, b_rows); ++nb)
+        items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, shape)});
   }
   std::vector<ScheduledLaunch> launches;
   std::vector<int> cta_of;                     // per tile of the launch
@@ -177,7 +178,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
       chunk.back().group = int(launch.groups.size()) - 1;
     }
     std::stable_sort(chunk.begin(), chunk.end(), [](const TileItem& x, const TileItem& y) { return x.cost > y.cost; });
-    const int ctas = std::min({num_sms, kMaxCtas, int(chunk.size())});
+    const int ctas = std::min({units, kMaxCtas, int(chunk.size())});
     load.clear();
     for (int c = 0; c < ctas; ++c) load.push_back({0, c});  // equal costs in CTA order: already a heap
     cta_of.resize(chunk.size());
@@ -193,7 +194,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
-    launch.swapped = swapped;
+    launch.shape = shape;
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -213,7 +214,7 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector
       for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
         const Tile t = unpack_tile(launch.tiles[size_t(i)]);
         const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
-        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.swapped);
+        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.shape);
       }
       busiest = std::max(busiest, cost);
     }
@@ -222,10 +223,9 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector
   return total;
 }
 
-// Which tiles a problem's launches use. kTilesUnswapped: Arch::kTileM A rows (the only ones where
-// there is no swapped kernel); kTilesSwapped: Arch::kSwappedTileM; kTilesChosen: whichever leaves the
-// busiest CTAs the lower cost (ties: the unswapped ones).
-enum TileChoice { kTilesChosen = -1, kTilesUnswapped = 0, kTilesSwapped = 1 };
+// Which tile shape a problem's launches use: one of Arch's shapes (0 where it has one), or the one
+// that leaves the busiest CTAs the lowest cost (ties: the lower shape).
+constexpr int kTilesChosen = -1;
 
 // A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
 // group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
@@ -237,12 +237,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, TileChoice choice) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
-  if (!Arch::kSwappedTileM) choice = kTilesUnswapped;
-  std::vector<int> key{num_sms, int(choice)};
+  if (Arch::kTileShapes == 1) choice = 0;
+  std::vector<int> key{num_sms, choice};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -258,16 +258,18 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     return found;
   }
   auto made = std::make_shared<Schedule>();
-  if (choice != kTilesSwapped) {
-    choose_chunk_rows(groups, num_sms);
-    made->launches = schedule(groups, num_sms, false);
-  }
-  if (choice != kTilesUnswapped) {
-    std::vector<GroupShape> swapped = groups;
-    for (GroupShape& s : swapped) s.chunk_rows = Arch::kSwappedTileM;
-    std::vector<ScheduledLaunch> launches = schedule(swapped, num_sms, true);
-    if (choice == kTilesSwapped || makespan(launches, swapped) < makespan(made->launches, groups)) {
-      groups = std::move(swapped);
+  int64_t best = 0;
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape) {
+    if (choice != kTilesChosen && choice != shape) continue;
+    std::vector<GroupShape> shaped = groups;
+    if (shape == 0) choose_chunk_rows(shaped, num_sms);
+    else
+      for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
+    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, shape);
+    const int64_t cost = makespan(launches, shaped);
+    if (made->launches.empty() || cost < best) {
+      best = cost;
+      groups = std::move(shaped);
       made->launches = std::move(launches);
     }
   }

@@ -3,9 +3,8 @@
 // The B200 design: a TMA ring of as many stages as fit, one TMA warp, one MMA warp issuing
 // tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block scales,
 // fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld and storing 16
-// bytes a thread. Two tile shapes (TileShape): 128 x 128, whose persistent variant double-buffers
-// the accumulators so the epilogue of tile t overlaps the MMA of tile t + 1, and swapped (128 rows
-// of B by up to 256 of A), with one accumulator.
+// bytes a thread. Three tile shapes (TileShape); where TMEM holds two accumulators, the persistent
+// variant double-buffers them so the epilogue of tile t overlaps the MMA of tile t + 1.
 // Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
 // from the public design it grew from where that one was wrong: TMEM allocated for every column
 // used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
@@ -24,22 +23,30 @@ constexpr int kSfAtomBytes = 128 * kBlockK / 16;   // the scales of 128 rows for
 constexpr int kSmemBudget = 232448;                // the most dynamic shared memory a B200 CTA may opt into (227 KB)
 constexpr int kSmemSlack = 1024;                   // to align the base to 1024 (128B swizzle)
 
-// A tile's shape. The MMA's M side is 128 rows of one operand, which land in the 128 TMEM lanes;
-// its N side is up to kNRows rows of the other, issued as kNPieces MMAs of at most 128 (each with
-// one 128-row scale atom), which land in TMEM columns. Not swapped: 128 rows of A (C rows) by 128 of
-// B (C columns). Swapped, for problems of few A rows: 128 rows of B by up to 256 of A, so each B
-// tile is read once for up to 256 rows of C; the epilogue transposes through shared memory.
-template <bool kSwapped>
+// The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
+// which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
+// kNPieces MMAs of at most 128 (each with one 128-row scale atom), which land in TMEM columns.
+// kUnswapped: 128 rows of A (C rows) by 128 of B (C columns). kSwapped, for problems of few A
+// rows: 128 rows of B by up to 256 of A, so each B tile is read once for up to 256 rows of C; the
+// epilogue transposes through shared memory. kPair: the swapped tile over a CTA pair
+// (cta_group::2, M = 256): 256 rows of B by 128 of A, each CTA loading its 128 B rows and half of
+// the A rows, so a CTA loads 192 rows per K block for 128 x 128 outputs instead of 256.
+enum TileShapeId { kUnswapped = 0, kSwapped = 1, kPair = 2 };
+template <int kShape>
 struct TileShape {
-  static constexpr int kRowsA = kSwapped ? 256 : 128, kRowsB = 128;   // C rows, C columns per tile
-  static constexpr int kNRows = kSwapped ? kRowsA : kRowsB;
+  static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
+  static constexpr int kCtaGroup = kIsPair ? 2 : 1;
+  static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
+  static constexpr int kRowsB = 128;                              // C columns per CTA; per tile kCtaGroup x this
+  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;            // A rows one CTA loads
+  static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
   static constexpr int kNPieces = kNRows / 128;
-  static constexpr int kABytes = kRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
+  static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
   static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
   static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;  // a multiple of 1024: stages stay aligned
-  static constexpr int kStagingBytes = kSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
-  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;        // staging, barriers, TMEM slot, slack
-  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
+  static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;          // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;              // as many as fit
   static constexpr int kSmemStaging = kStages * kStageBytes;
   static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
   static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
@@ -56,9 +63,9 @@ constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 // and they fit), then the scales of one K block, 4 columns per 64-K atom: the M side's 128 rows,
 // then each N piece's. The allocation covers every column used, rounded up to the power of two
 // tcgen05.alloc requires.
-template <bool kSwapped, bool kPersistent>
+template <int kShape, bool kPersistent>
 struct TmemPlan {
-  static constexpr int kNRows = TileShape<kSwapped>::kNRows, kNPieces = TileShape<kSwapped>::kNPieces;
+  static constexpr int kNRows = TileShape<kShape>::kNRows, kNPieces = TileShape<kShape>::kNPieces;
   static constexpr int kScaleColumns = 4 * (kBlockK / kMmaK);  // per 128 rows
   static constexpr int kBuffers = kPersistent && 2 * kNRows + (1 + kNPieces) * kScaleColumns <= 512 ? 2 : 1;
   static constexpr int kSfM = kBuffers * kNRows;
@@ -76,8 +83,10 @@ __device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
 // A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
 __device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
 // Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22, M >> 4
-// at bits 24-28 (M = 128).
-__host__ __device__ constexpr uint32_t instr_desc(int n) { return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(128) >> 4 << 24); }
+// at bits 24-28 (M = 128, or 256 over a CTA pair).
+__host__ __device__ constexpr uint32_t instr_desc(int n, int m = 128) {
+  return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(m) >> 4 << 24);
+}
 
 __device__ __forceinline__ bool elect_one() {
   uint32_t pred = 0;

@@ -17,70 +17,79 @@ __device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
   st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
 }
 
-template <bool kSwapped>
+template <int kShape>
 struct Barriers {
-  static constexpr int kStages = TileShape<kSwapped>::kStages;
+  static constexpr int kStages = TileShape<kShape>::kStages;
   uint32_t base;
-  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded
+  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded (in a pair: in both CTAs)
   __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
   __device__ uint32_t mainloop(int b) const { return base + 8 * (2 * kStages + b); }      // accumulator b complete
-  __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out
+  __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
 
-// Where tile i of this CTA lives: group, first A row (C row), first B row (C column), and its A rows.
+// Where tile i lives for this CTA: group, first A row (C row) of the tile, first B row (C column)
+// of this CTA's part, and the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
   int group, off_m, off_n, rows;
 };
-template <bool kSwapped>
-__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i) {
+template <int kShape>
+__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i, uint32_t rank) {
+  using S = TileShape<kShape>;
   const Tile t = unpack_tile(args.tiles[i]);
   const GroupArgs* g = &args.groups[t.group];
-  const int off_m = t.m_chunk * TileShape<kSwapped>::kRowsA;
-  return TileCoords{g, t.group, off_m, t.n_block * TileShape<kSwapped>::kRowsB, min(TileShape<kSwapped>::kRowsA, g->m - off_m)};
+  const int off_m = t.m_chunk * S::kRowsA;
+  return TileCoords{g, t.group, off_m, (t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB, min(S::kRowsA, g->m - off_m)};
 }
-// The tile's 128-row scale atoms of A that lie inside the matrix (the scales stop at its last atom),
-// and the MMA pieces of its N side: always one when not swapped; swapped, one per 128 A rows.
-template <bool kSwapped>
-__device__ __forceinline__ int a_atoms(const TileCoords& tc) { return kSwapped ? (tc.rows + 127) / 128 : 1; }
-// N of piece p: all 128 B rows; swapped, the piece's A rows rounded up to 32 (the epilogue reads
-// 32 columns at a time, each of which the MMA must have written).
-template <bool kSwapped>
+// The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
+// matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
+template <int kShape>
+__device__ __forceinline__ int pieces(const TileCoords& tc) { return kShape == kSwapped ? (tc.rows + 127) / 128 : 1; }
+// N of piece p: unswapped, all 128 B rows; swapped, the piece's A rows rounded up to 32 (the
+// epilogue reads 32 columns at a time, each of which the MMA must have written); in a pair, all 128
+// A rows, half from each CTA (rows past M are TMA's zeros).
+template <int kShape>
 __device__ __forceinline__ int piece_n(const TileCoords& tc, int p) {
-  return kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
+  return kShape == kSwapped ? (min(128, tc.rows - 128 * p) + 31) / 32 * 32 : 128;
 }
+// The first row of the scale atom of this CTA's B rows. A pair's odd CTA may hold only rows past N
+// (its B rows are then TMA's zeros), whose atoms the scales do not have: it takes the last one,
+// whose finite values multiply zeros.
+__device__ __forceinline__ int b_scale_row(const TileCoords& tc) { return min(tc.off_n, (tc.g->n - 1) / 128 * 128); }
 
 // The operands of one stage in shared memory: A, B, A's scale atoms, B's scale atom.
-template <bool kSwapped>
+template <int kShape>
 struct StageSmem {
   uint32_t a, b, sfa, sfb;
   __device__ StageSmem(uint8_t* smem, int stage) {
-    using S = TileShape<kSwapped>;
+    using S = TileShape<kShape>;
     a = smem_u32(smem + stage * S::kStageBytes), b = a + S::kABytes, sfa = b + S::kBBytes, sfb = sfa + S::kSfaBytes;
   }
 };
 
-template <bool kSwapped>
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, int first, int last) {
-  using S = TileShape<kSwapped>;
+// Each CTA loads its own operands onto its own barriers: in a pair its B rows and half of the A
+// rows, and all of the A rows' scales (the MMA reads them from each CTA's TMEM).
+template <int kShape>
+__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, int first, int last, uint32_t rank) {
+  using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    const int k = tc.g->k, atoms = a_atoms<kSwapped>(tc);
+    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+    const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
       if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
-      else mbar_wait_or_trap(bars.mma(stage), mma_phase);
-      const StageSmem<kSwapped> st(smem, stage);
+      else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
+      const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, tc.off_m, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
       tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
       // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
       for (int r = 0; r < atoms; ++r)
         bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
                       bars.tma(stage), cache_a);
-      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(tc.off_n / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
+      bulk_load_cta(st.sfb, tc.g->sfb + scale_atom_offset(b_scale_row(tc) / 128, off_k / 64, k), kSfAtomBytes, bars.tma(stage), cache_b);
       mbar_arrive_expect_tx(bars.tma(stage), S::kABytes + S::kBBytes + (atoms + 1) * kSfAtomBytes);
       stage = (stage + 1) % S::kStages;
       if (stage == 0) mma_phase ^= 1;
@@ -88,42 +97,61 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
   }
 }
 
-template <bool kSwapped, bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
-  using S = TileShape<kSwapped>;
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
-  int stage = 0, buffer = 0;
-  uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    const int pieces = a_atoms<kSwapped>(tc);  // swapped: an N piece per A atom; else one
-    mbar_wait_or_trap(bars.epilogue(buffer), epilogue_phase);
-    tcgen05_fence_after_sync();
-    const uint32_t d_tmem = tmem + buffer * S::kNRows;
-    for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
-      mbar_wait_or_trap(bars.tma(stage), tma_phase);
-      tcgen05_fence_after_sync();
-      const StageSmem<kSwapped> st(smem, stage);
-      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
-      const uint32_t m_tile = kSwapped ? st.b : st.a, m_scales = kSwapped ? st.sfb : st.sfa;
-      const uint32_t n_tile = kSwapped ? st.a : st.b, n_scales = kSwapped ? st.sfa : st.sfb;
-#pragma unroll
-      for (int k = 0; k < kBlockK / kMmaK; ++k) {
-        tcgen05_cp_scales(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
-        for (int p = 0; p < pieces; ++p)
-          tcgen05_cp_scales(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
-      }
-#pragma unroll
-      for (int k = 0; k < kBlockK / kMmaK; ++k)
-        for (int p = 0; p < pieces; ++p)
-          tcgen05_mma_nvfp4(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
-                            instr_desc(piece_n<kSwapped>(tc, p)), tmem + Tmem::kSfM + k * 4,
-                            tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
-      tcgen05_commit(bars.mma(stage));  // frees the stage once these MMAs have read it
+// A pair's odd CTA: once each of its stages has landed, arrive on the even CTA's barrier of that
+// stage, whose MMAs read both CTAs' shared memory (its barrier counts both arrivals).
+template <int kShape>
+__device__ __forceinline__ void forward_stages(const LaunchArgs& args, Barriers<kShape> bars, int first, int last) {
+  using S = TileShape<kShape>;
+  int stage = 0;
+  uint32_t tma_phase = 0;
+  for (int i = first; i < last; ++i)
+    for (int iter_k = 0; iter_k < tile_coords<kShape>(args, i, 1).g->k / kBlockK; ++iter_k) {
+      mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
+      mbar_arrive_in(bars.tma(stage), 0);
       stage = (stage + 1) % S::kStages;
       if (stage == 0) tma_phase ^= 1;
     }
-    tcgen05_commit(bars.mainloop(buffer));  // accumulator complete
+}
+
+// Issues every MMA of the tile (in a pair: the even CTA, for both).
+template <int kShape, bool kPersistent>
+__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last) {
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
+  constexpr int kGroup = S::kCtaGroup;
+  constexpr uint16_t kBoth = (1u << kGroup) - 1;  // the CTAs whose barriers a commit arrives on
+  int stage = 0, buffer = 0;
+  uint32_t tma_phase = 0, epilogue_phase = 1;
+  for (int i = first; i < last; ++i) {
+    const TileCoords tc = tile_coords<kShape>(args, i, 0);
+    const int n_pieces = pieces<kShape>(tc);
+    mbar_wait_or_trap<S::kIsPair>(bars.epilogue(buffer), epilogue_phase);
+    tcgen05_fence_after_sync();
+    const uint32_t d_tmem = tmem + buffer * S::kNRows;
+    for (int iter_k = 0; iter_k < tc.g->k / kBlockK; ++iter_k) {
+      mbar_wait_or_trap<S::kIsPair>(bars.tma(stage), tma_phase);
+      tcgen05_fence_after_sync();
+      const StageSmem<kShape> st(smem, stage);
+      // The M side: B swapped, else A; the N side the other, a 128-row piece (and scale atom) at a time.
+      const uint32_t m_tile = S::kIsSwapped ? st.b : st.a, m_scales = S::kIsSwapped ? st.sfb : st.sfa;
+      const uint32_t n_tile = S::kIsSwapped ? st.a : st.b, n_scales = S::kIsSwapped ? st.sfa : st.sfb;
+#pragma unroll
+      for (int k = 0; k < kBlockK / kMmaK; ++k) {
+        tcgen05_cp_scales<kGroup>(tmem + Tmem::kSfM + k * 4, desc_sf(m_scales + k * 512));
+        for (int p = 0; p < n_pieces; ++p)
+          tcgen05_cp_scales<kGroup>(tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, desc_sf(n_scales + p * kSfAtomBytes + k * 512));
+      }
+#pragma unroll
+      for (int k = 0; k < kBlockK / kMmaK; ++k)
+        for (int p = 0; p < n_pieces; ++p)
+          tcgen05_mma_nvfp4<kGroup>(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
+                                    instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,
+                                    tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
+      tcgen05_commit_multicast<kGroup>(bars.mma(stage), kBoth);  // frees the stage once these MMAs have read it
+      stage = (stage + 1) % S::kStages;
+      if (stage == 0) tma_phase ^= 1;
+    }
+    tcgen05_commit_multicast<kGroup>(bars.mainloop(buffer), kBoth);  // accumulator complete
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) epilogue_phase ^= 1;
   }
@@ -131,7 +159,7 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
 
 // Not swapped: TMEM lane 32w + l = row off_m + 32w + l of C, which thread l stores 32 bytes at a
 // time (two 16-byte stores; N is a multiple of 8, so a row's 8-column pieces are whole and aligned).
-__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t*) {
+__device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, int warp, int lane) {
   const int n = tc.g->n, row = tc.off_m + warp * 32 + lane;
 #pragma unroll 1
   for (int chunk = 0; chunk < 128 / 32; ++chunk) {
@@ -167,114 +195,144 @@ __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_
   }
 }
 
-template <bool kSwapped, bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kSwapped> bars, uint32_t tmem, int first, int last) {
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
+template <int kShape, bool kPersistent>
+__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last,
+                                               uint32_t rank) {
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
   for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kSwapped>(args, i);
-    mbar_wait_or_trap(bars.mainloop(buffer), mainloop_phase);
+    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+    mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
-    if (kSwapped) store_tile_swapped(tc, acc, warp, lane, smem + TileShape<kSwapped>::kSmemStaging);
-    else store_tile(tc, acc, warp, lane, nullptr);
-    // Order this warp's TMEM reads before the MMA warp reuses the buffer.
+    if (S::kIsSwapped) store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
+    else store_tile(tc, acc, warp, lane);
+    // Order this warp's TMEM reads before the MMA warp (of the even CTA) reuses the buffer.
     tcgen05_fence_before_sync();
-    if (elect_one()) mbar_arrive(bars.epilogue(buffer));
+    if (elect_one()) {
+      if (S::kIsPair) mbar_arrive_in(bars.epilogue(buffer), 0);
+      else mbar_arrive(bars.epilogue(buffer));
+    }
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
   }
 }
 
-// One kernel, four instantiations: not swapped or swapped, persistent (TMEM double buffer where it
+// One kernel, six instantiations: the three tile shapes, persistent (TMEM double buffer where it
 // fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
 // which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
-// plain __syncthreads would not order them.
-template <bool kSwapped, bool kPersistent>
+// plain __syncthreads would not order them. A pair's CTAs (a cluster of 2) run the same tiles.
+template <int kShape, bool kPersistent>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
-  using S = TileShape<kSwapped>;
-  using Tmem = TmemPlan<kSwapped, kPersistent>;
+  using S = TileShape<kShape>;
+  using Tmem = TmemPlan<kShape, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers<kSwapped> bars{smem_u32(smem + S::kSmemBarriers)};
+  const Barriers<kShape> bars{smem_u32(smem + S::kSmemBarriers)};
   const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
-  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  const uint32_t rank = S::kIsPair ? cluster_ctarank() : 0;
+  const int unit = blockIdx.x / S::kCtaGroup;
+  const int first = args.cta_first_tile[unit], last = args.cta_first_tile[unit + 1];
   if (warp == 0 && elect_one()) {
     for (int s = 0; s < S::kStages; ++s) {
-      mbar_init(bars.tma(s), 1);
+      mbar_init(bars.tma(s), S::kIsPair && rank == 0 ? 2 : 1);  // the even CTA's: its own loads and the odd CTA's forward
       mbar_init(bars.mma(s), 1);
     }
     for (int b = 0; b < 2; ++b) {
       mbar_init(bars.mainloop(b), 1);
-      mbar_init(bars.epilogue(b), kEpilogueWarps);  // one elected arrive per epilogue warp
+      mbar_init(bars.epilogue(b), kEpilogueWarps * S::kCtaGroup);  // one elected arrive per epilogue warp (of both CTAs)
     }
     fence_barrier_init();
   } else if (warp == 1) {
-    tmem_alloc(tmem_slot, Tmem::kAllocated);
+    tmem_alloc<S::kCtaGroup>(tmem_slot, Tmem::kAllocated);
   }
   tcgen05_fence_before_sync();
-  __syncthreads();
+  if (S::kIsPair) cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
+  else __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp<kSwapped>(args, smem, bars, first, last);
+    if (elect_one()) tma_warp<kShape>(args, smem, bars, first, last, rank);
   } else if (warp == kMmaWarp) {
-    if (elect_one()) mma_warp<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
+    if (elect_one()) {
+      if (rank == 0) mma_warp<kShape, kPersistent>(args, smem, bars, tmem, first, last);
+      else forward_stages<kShape>(args, bars, first, last);
+    }
   } else {
-    epilogue_warps<kSwapped, kPersistent>(args, smem, bars, tmem, first, last);
+    epilogue_warps<kShape, kPersistent>(args, smem, bars, tmem, first, last, rank);
   }
   tcgen05_fence_before_sync();
-  __syncthreads();
+  if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
+  else __syncthreads();
   tcgen05_fence_after_sync();
-  if (warp == 1) tmem_dealloc(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
+  if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
 }  // namespace sm100
 
 struct Arch {
-  static constexpr int kTileM = sm100::TileShape<false>::kRowsA, kTileN = sm100::TileShape<false>::kRowsB, kThreads = sm100::kThreads;
-  // Both tile shapes take the same shared memory: their stage counts are chosen to fill it.
-  static constexpr int kSmemBytes = std::max(sm100::TileShape<false>::kSmemBytes, sm100::TileShape<true>::kSmemBytes);
-  static constexpr int kSwappedTileM = sm100::TileShape<true>::kRowsA;  // A rows per swapped tile (0: no swapped kernel)
-  static_assert(sm100::TileShape<true>::kRowsB == kTileN, "both tile shapes cut B into the same blocks");
+  using Unswapped = sm100::TileShape<sm100::kUnswapped>;
+  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB, kThreads = sm100::kThreads;
+  // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
+  static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
+                                              sm100::TileShape<sm100::kPair>::kSmemBytes});
+  static constexpr int kTileShapes = 3;  // sm100::TileShapeId
+  // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
+  struct TileGeometry { int a_rows, b_rows, ctas; };
+  template <int kShape>
+  static constexpr TileGeometry geometry_of() {
+    using S = sm100::TileShape<kShape>;
+    return {S::kRowsA, S::kRowsB * S::kCtaGroup, S::kCtaGroup};
+  }
+  static TileGeometry geometry(int shape) {
+    constexpr TileGeometry all[kTileShapes] = {geometry_of<0>(), geometry_of<1>(), geometry_of<2>()};
+    return all[shape];
+  }
   static constexpr int kKMultiple = sm100::kBlockK;
   static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
   static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has 128 (or, swapped, 256) rows
-  // A TMA load of A brings the full box of the tile's rows, whose 128B-swizzled tile the MMA reads whole.
-  static int a_box_rows(int /*m*/, int chunk_rows) { return chunk_rows; }
+  static constexpr bool kNarrowTiles = false;  // every tile has its shape's rows
+  // A TMA load of A brings the rows one CTA holds, whose 128B-swizzled tile the MMA reads whole.
+  static int a_box_rows(int /*m*/, int chunk_rows, int shape) { return chunk_rows / geometry(shape).ctas; }
   // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
   // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
-  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B; a tile adds
-  // a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a swapped tile,
-  // whose one accumulator keeps the next tile's MMAs waiting, its epilogue's stores (0.92 rows per row of A).
-  static int64_t tile_cost(int m_rows, int k, bool swapped) {
-    return int64_t(k / sm100::kBlockK) * (kTileN + m_rows) + 644 + (swapped ? m_rows * 92 / 100 : 0);
+  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B it loads; a
+  // tile adds a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a
+  // tile with one accumulator (the swapped shape), which keeps the next tile's MMAs waiting, its
+  // epilogue's stores (0.92 rows per row of A).
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int ctas = geometry(shape).ctas;
+    const int64_t loaded = kTileN + (m_rows + ctas - 1) / ctas;
+    return int64_t(k / sm100::kBlockK) * loaded + 644 + (shape == sm100::kSwapped ? m_rows * 92 / 100 : 0);
   }
   // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
-  template <bool kSwapped, bool kPersistent>
+  template <int kShape, bool kPersistent>
   static void tmem_columns(int* out) {
-    using T = sm100::TmemPlan<kSwapped, kPersistent>;
+    using T = sm100::TmemPlan<kShape, kPersistent>;
     const int values[5] = {T::kBuffers, T::kSfM, T::kSfN, T::kUsed, T::kAllocated};
     std::memcpy(out, values, sizeof values);
   }
-  static bool tmem_plan(bool swapped, bool persistent, int* out) {
-    swapped ? (persistent ? tmem_columns<true, true>(out) : tmem_columns<true, false>(out))
-            : (persistent ? tmem_columns<false, true>(out) : tmem_columns<false, false>(out));
+  template <int kShape>
+  static void tmem_columns(bool persistent, int* out) { persistent ? tmem_columns<kShape, true>(out) : tmem_columns<kShape, false>(out); }
+  static bool tmem_plan(int shape, bool persistent, int* out) {
+    shape == 0 ? tmem_columns<0>(persistent, out) : shape == 1 ? tmem_columns<1>(persistent, out) : tmem_columns<2>(persistent, out);
     return true;
   }
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  template <bool kSwapped>
+  template <int kShape>
   static const void* kernel_of(bool persistent) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, true>)
-                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kSwapped, false>);
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false>);
   }
-  static const void* kernel(bool persistent, int /*fixed_n8*/, bool swapped) { return swapped ? kernel_of<true>(persistent) : kernel_of<false>(persistent); }
+  static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
+    return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
+  }
   static int fixed_n8_at_least(int /*n8*/) { return 0; }  // no kernels built for one wgmma N
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements

@@ -15,28 +15,57 @@ __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uin
   asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
 }
+// kCtaGroup 2: the instruction of a CTA pair (cta_group::2). alloc and dealloc are issued by a warp
+// of each CTA; cp, mma and commit by one thread of the even CTA, for both.
+#define NVFP4_CTA_GROUP_ASM(kCtaGroup, text1, text2, ...) \
+  do {                                                    \
+    if constexpr (kCtaGroup == 1) asm volatile(text1 __VA_ARGS__);  \
+    else asm volatile(text2 __VA_ARGS__);                 \
+  } while (0)
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
-  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(slot), "r"(columns) : "memory");
-  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+  static_assert(kCtaGroup == 1 || kCtaGroup == 2, ".cta_group is 1 or 2");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;",
+                      "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;", ::"r"(slot), "r"(columns) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+                      "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;", ::: "memory");
 }
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
-  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(columns) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;", "tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;",
+                      ::"r"(taddr), "r"(columns) : "memory");
 }
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
-  asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(taddr), "l"(desc) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;", "tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;",
+                      ::"r"(taddr), "l"(desc) : "memory");
 }
 // D (TMEM) += A x B with per-16-element E4M3 scales of A and B read from TMEM (scale_vec::4X:
 // four scales per 64-K MMA step, NVFP4's block size of 16).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
                                                   uint32_t sfb_tmem, uint32_t accumulate) {
-  asm volatile(
+  NVFP4_CTA_GROUP_ASM(kCtaGroup,
       "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n"
+      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
+      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
+      " tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
       ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(i_desc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(accumulate) : "memory");
 }
+// Arrives on the barrier once every earlier tcgen05 operation of this thread is complete; the
+// multicast form on the barrier at the same offset in each CTA of cta_mask (bit r: cluster rank r).
+template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
-  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" ::"r"(bar) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];",
+                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64 [%0];", ::"r"(bar) : "memory");
 }
+template <int kCtaGroup = 1>
+__device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
+                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
+                      ::"r"(bar), "h"(cta_mask) : "memory");
+}
+#undef NVFP4_CTA_GROUP_ASM
 __device__ __forceinline__ void tcgen05_fence_before_sync() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory"); }
 // 32 TMEM lanes x 32 fp32 columns: thread l of the warp gets lane L + l, columns taddr .. + 31.

@@ -104,11 +104,6 @@ __device__ __forceinline__ uint32_t sm_id() {
   return sm;
 }
 __device__ __forceinline__ TmemStandIn& sm_tmem() { return g_tmem[sm_id()]; }
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
 __device__ __forceinline__ uint64_t now_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -365,7 +360,7 @@ __device__ __forceinline__ QueueSms queues_of_this_cta() {
 // What a thread waiting on barrier `bar` (of this CTA) makes the tensor core do: in a lazy run, the
 // operations up to the commit that arrives there, if one is queued; in an eager run, every ready one.
 __device__ __forceinline__ void progress(uint32_t bar) {
-  const uint32_t rank = cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
@@ -420,7 +415,7 @@ __device__ __forceinline__ void enqueue(Op op) {
 // A copy of `bytes` bytes into this CTA's shared memory at `dst` is about to be issued: nothing
 // pending may still read them.
 __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t bytes, const char* what) {
-  const uint32_t rank = cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   for (uint32_t sm : queues_of_this_cta().sm) {
     if (sm >= kMaxSms) continue;
     Queue& q = g_queue[sm];
@@ -437,6 +432,8 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
 // The waits of the sm_100a kernel (both of ptx.cuh's forms): its time-out, and while waiting, the
 // emulated tensor core's progress (above). The wait acquires at cluster scope: a pair's stand-ins may have been
 // written by a thread of the other CTA.
+// Every wait acquires at cluster scope (kClusterAcquire, the real wait's choice, changes nothing here).
+template <bool kClusterAcquire = true>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   emu::Queue& q = emu::g_queue[emu::sm_id()];
   const bool issuer = emu::vol(q.issuer_thread) == threadIdx.x;
@@ -486,7 +483,7 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
                    : "=r"(cluster[0]), "=r"(cluster[1]), "=r"(cluster[2]), "=r"(cluster[3]));
       uint64_t grid;
       asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-      const uint32_t rank = emu::cluster_rank(), peer = rank ^ 1u;
+      const uint32_t rank = cluster_ctarank(), peer = rank ^ 1u;
       const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
       emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
       emu::vol(t.base) = uint32_t(emu::kColumns - columns);  // before the record: the even CTA may write here at once
@@ -536,7 +533,7 @@ template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
   emu::require_lane_zero(taddr, "tcgen05.cp .32x128b.warpx4 not at lane 0 (lane, column)");
   emu::Op op{};
-  op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.desc[0] = desc, op.d_tmem = taddr;
+  op.kind = emu::kCp, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank(), op.desc[0] = desc, op.d_tmem = taddr;
   emu::enqueue(op);
 }
 // tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X (see emu::execute_mma). Only the descriptor
@@ -552,7 +549,7 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
   emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
   emu::Op op{};
-  op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank();
+  op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank();
   op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem, op.accumulate = accumulate;
   emu::enqueue(op);
 }
@@ -562,12 +559,12 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
   emu::Op op{};
-  op.kind = emu::kCommit, op.group = kCtaGroup, op.issuer_rank = emu::cluster_rank(), op.bar = bar, op.cta_mask = cta_mask;
+  op.kind = emu::kCommit, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank(), op.bar = bar, op.cta_mask = cta_mask;
   emu::enqueue(op);
 }
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
-  tcgen05_commit_multicast<kCtaGroup>(bar, uint16_t(1u << emu::cluster_rank()));
+  tcgen05_commit_multicast<kCtaGroup>(bar, uint16_t(1u << cluster_ctarank()));
 }
 __device__ __forceinline__ void tcgen05_fence_before_sync() { __threadfence_block(); }
 __device__ __forceinline__ void tcgen05_fence_after_sync() { __threadfence_block(); }

@@ -262,19 +262,22 @@ struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  static constexpr int kSwappedTileM = 0;  // no swapped kernel: the wgmma's N side is already A's rows
-  static const void* kernel(bool /*persistent*/, int fixed_n8, bool /*swapped*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
+  // One tile shape (the wgmma's N side is already A's rows): kTileM rows of A by kTileN of B, one CTA.
+  static constexpr int kTileShapes = 1;
+  struct TileGeometry { int a_rows, b_rows, ctas; };
+  static TileGeometry geometry(int /*shape*/) { return {kTileM, kTileN, 1}; }
+  static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
-  static int a_box_rows(int m, int chunk_rows) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
+  static int a_box_rows(int m, int chunk_rows, int /*shape*/) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  static int64_t tile_cost(int m_rows, int k, bool /*swapped*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
-  static bool tmem_plan(bool /*swapped*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
+  static int64_t tile_cost(int m_rows, int k, int /*shape*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
                                  bool /*byte_elements*/) {

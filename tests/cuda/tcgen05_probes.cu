@@ -12,8 +12,6 @@ using namespace nvfp4::sm100;  // sm100::mbar_wait_or_trap (the emulated wait) i
 
 namespace {
 constexpr int kProbeSmem = 120 * 1024;
-// M = 256 (the pair), N = 128; E2M1 operands, E4M3 scales, K-major.
-constexpr uint32_t kPairInstrDesc = (1u << 7) | (1u << 10) | (128u >> 3 << 17) | (256u >> 4 << 24);
 
 __device__ uint8_t* aligned_smem() {
   extern __shared__ uint8_t probe_smem_raw[];
@@ -22,9 +20,6 @@ __device__ uint8_t* aligned_smem() {
 __device__ void copy_to_smem(uint8_t* dst, const uint8_t* src, int bytes) {
   for (int i = int(threadIdx.x); i < bytes; i += int(blockDim.x)) dst[i] = src[i];
   __syncthreads();
-}
-__device__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 __device__ uint32_t phase_complete(uint32_t bar, uint32_t parity) {
   uint32_t done;
@@ -196,7 +191,7 @@ __global__ void detector_probe(int rule, const uint8_t* global_bytes) {
 // out: [rank] the address tcgen05.alloc.cta_group::2 wrote in each CTA; columns[rank]: what each asks for.
 __global__ void pair_alloc_probe(const int* columns, uint32_t* out) {
   __shared__ uint32_t slot;
-  const uint32_t rank = emu::cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   tmem_alloc<2>(smem_u32(&slot), columns[rank]);
   cluster_sync();
   if (threadIdx.x == 0) out[rank] = slot;
@@ -210,7 +205,7 @@ __global__ void pair_alloc_probe(const int* columns, uint32_t* out) {
 __global__ void pair_cp_probe(const uint8_t* atoms, int column, uint32_t* out) {
   __shared__ uint32_t slot;
   __shared__ uint64_t bar;
-  const uint32_t rank = emu::cluster_rank();
+  const uint32_t rank = cluster_ctarank();
   uint8_t* smem = aligned_smem();
   copy_to_smem(smem, atoms + 512 * rank, 512);
   if (threadIdx.x < 32) tmem_alloc<2>(smem_u32(&slot), 512);
@@ -237,7 +232,7 @@ __global__ void pair_mma_probe(const uint8_t* a_images, const uint8_t* b_images,
                                int accumulate, const float* d_in, int swap, float* out, int* phases) {
   __shared__ uint32_t slot;
   __shared__ uint64_t bar;
-  const uint32_t rank = emu::cluster_rank(), half = swap ? rank ^ 1u : rank;
+  const uint32_t rank = cluster_ctarank(), half = swap ? rank ^ 1u : rank;
   uint8_t* smem = aligned_smem();
   copy_to_smem(smem, a_images + 16384 * half, 16384);
   copy_to_smem(smem + 16384, b_images + 8192 * half, 8192);
@@ -251,7 +246,7 @@ __global__ void pair_mma_probe(const uint8_t* a_images, const uint8_t* b_images,
     const uint32_t base = smem_u32(smem);
     tcgen05_cp_scales<2>(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales<2>(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4<2>(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), kPairInstrDesc, tmem + 256,
+    tcgen05_mma_nvfp4<2>(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128, 256), tmem + 256,
                          tmem + 260, uint32_t(accumulate));
     tcgen05_commit_multicast<2>(b, 3);
   }
