@@ -2396,8 +2396,11 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int shape) {
-  const int b_rows = Arch::geometry(shape).b_rows, units = num_sms / Arch::geometry(shape).ctas;  // a pair's two CTAs are one unit
+// max_pairs: the CTA pairs (clusters of 2) that fit on the GPU at once, which may be fewer than
+// half its SMs (a GPU processing cluster with an odd number of free SMs leaves one unpaired).
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int max_pairs, int shape) {
+  const int b_rows = Arch::geometry(shape).b_rows;
+  const int units = Arch::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -2480,12 +2483,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int choice) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int max_pairs, int choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
   if (Arch::kTileShapes == 1) choice = 0;
-  std::vector<int> key{num_sms, choice};
+  std::vector<int> key{num_sms, max_pairs, choice};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -2508,7 +2511,7 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     if (shape == 0) choose_chunk_rows(shaped, num_sms);
     else
       for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
-    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, shape);
+    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, max_pairs, shape);
     const int64_t cost = makespan(launches, shaped);
     if (made->launches.empty() || cost < best) {
       best = cost;
@@ -2581,10 +2584,10 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, int choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
-  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
+  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, max_pairs, choice);
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
   for (const ScheduledLaunch& sched : problem->launches) {
@@ -2659,6 +2662,35 @@ cudaLaunchAttribute cluster_of(int shape) {
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   return cluster;
+}
+
+// How many CTA pairs of the kernels with pair tiles (the last shape, where its tiles take 2 CTAs)
+// fit on the current device at once, at most half of num_sms; after prepare_kernels. Once per device.
+bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
+  *max_pairs = num_sms / 2;
+  constexpr int kPairShape = Arch::kTileShapes - 1;
+  if (Arch::geometry(kPairShape).ctas != 2) return true;
+  static std::mutex mutex;
+  static std::vector<int> found;  // per device; 0: not asked yet
+  int device = 0;
+  NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size_t(device) >= found.size()) found.resize(size_t(device) + 1, 0);
+  if (!found[size_t(device)]) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(2);
+    config.blockDim = dim3(Arch::kThreads);
+    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+    cudaLaunchAttribute cluster = cluster_of(kPairShape);
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    NVFP4_CUDA_TRY(st, cudaOccupancyMaxActiveClusters(&clusters, Arch::kernel(true, 0, kPairShape), &config));
+    if (clusters < 1) return st.fail("no CTA pair of the sm_100a kernel fits on this GPU");
+    found[size_t(device)] = clusters;
+  }
+  *max_pairs = std::min(*max_pairs, found[size_t(device)]);
+  return true;
 }
 
 // A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so
@@ -2771,7 +2803,10 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
   assign_workspace(groups, workspace);
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, tiles, *plan, st)) {
+  // A dry run assumes that every two SMs can hold a CTA pair; a plan to launch asks the device.
+  int max_pairs = num_sms / 2;
+  if ((!dry_run && (!prepare_kernels(st) || !pairs_that_fit(num_sms, &max_pairs, st))) ||
+      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -2850,16 +2885,17 @@ int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* tile_shapes)
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
-// The schedule alone, from sizes (no GPU), tiles as nvfp4_plan_create takes it: per tile 8 ints:
+// The schedule alone, from sizes (no GPU), for num_sms SMs that hold max_pairs CTA pairs at once,
+// tiles as nvfp4_plan_create takes it: per tile 8 ints:
 // group, m_chunk, n_block, launch, cta, the tile's A rows, its launch's fixed wgmma N / 8 (0: chosen
 // per tile) and tile shape. Returns the tile count.
-int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* out, int capacity) {
+int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int max_pairs, int tiles, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
   for (int g = 0; g < num_groups; ++g)
     groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
   int count = 0, launch = 0;
-  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, tiles)->launches) {
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, max_pairs, tiles)->launches) {
     for (int c = 0; c < sched.ctas(); ++c)
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);
@@ -2977,7 +3013,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_plan_launch_info": (c_int, [c_void, c_int, *[ptr(c_int)] * 5, ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
         "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
         "nvfp4_tile_rows": (c_int, [ptr(c_int)] * 4),
-        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, c_int, ptr(c_int), c_int]),
+        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, c_int, c_int, ptr(c_int), c_int]),
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
         "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
         "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),

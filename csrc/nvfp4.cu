@@ -38,7 +38,10 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
   assign_workspace(groups, workspace);
-  if ((!dry_run && !prepare_kernels(st)) || !build_plan(std::move(groups), num_sms, dry_run == 2, tiles, *plan, st)) {
+  // A dry run assumes that every two SMs can hold a CTA pair; a plan to launch asks the device.
+  int max_pairs = num_sms / 2;
+  if ((!dry_run && (!prepare_kernels(st) || !pairs_that_fit(num_sms, &max_pairs, st))) ||
+      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -117,16 +120,17 @@ int nvfp4_tile_rows(int* tile_m, int* tile_n, int* k_multiple, int* tile_shapes)
   *k_multiple = nvfp4::Arch::kKMultiple;
   return 0;
 }
-// The schedule alone, from sizes (no GPU), tiles as nvfp4_plan_create takes it: per tile 8 ints:
+// The schedule alone, from sizes (no GPU), for num_sms SMs that hold max_pairs CTA pairs at once,
+// tiles as nvfp4_plan_create takes it: per tile 8 ints:
 // group, m_chunk, n_block, launch, cta, the tile's A rows, its launch's fixed wgmma N / 8 (0: chosen
 // per tile) and tile shape. Returns the tile count.
-int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int tiles, int* out, int capacity) {
+int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int max_pairs, int tiles, int* out, int capacity) {
   using namespace nvfp4::host;
   std::vector<GroupShape> groups(static_cast<size_t>(num_groups));
   for (int g = 0; g < num_groups; ++g)
     groups[size_t(g)] = GroupShape{nullptr, nullptr, nullptr, nullptr, nullptr, mnk[3 * g], mnk[3 * g + 1], mnk[3 * g + 2]};
   int count = 0, launch = 0;
-  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, tiles)->launches) {
+  for (const ScheduledLaunch& sched : cached_schedule(groups, num_sms, max_pairs, tiles)->launches) {
     for (int c = 0; c < sched.ctas(); ++c)
       for (int i = sched.cta_first[size_t(c)]; i < sched.cta_first[size_t(c) + 1]; ++i) {
         const nvfp4::Tile t = nvfp4::unpack_tile(sched.tiles[size_t(i)]);

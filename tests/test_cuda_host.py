@@ -79,12 +79,12 @@ def test_scale_offsets_match_the_reordered_layout(lib, mn, k):
     np.testing.assert_array_equal(memory[offsets], plain)
 
 
-def schedule(lib, m, n, k, num_sms, tiles=-1):
+def schedule(lib, m, n, k, num_sms, tiles=-1, max_pairs=None):
     """Per tile: group, m chunk, n block, launch, unit (a CTA, or a pair), A rows, the launch's fixed wgmma N / 8 and tile shape."""
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for triple in zip(m, n, k) for v in triple])
     capacity = 1 << 16
     out = (ctypes.c_int * (8 * capacity))()
-    count = lib.nvfp4_schedule(mnk, len(m), num_sms, tiles, out, capacity)
+    count = lib.nvfp4_schedule(mnk, len(m), num_sms, num_sms // 2 if max_pairs is None else max_pairs, tiles, out, capacity)
     return np.array(out[: 8 * count]).reshape(count, 8)
 
 
@@ -229,6 +229,17 @@ def test_sm100_tile_shape_follows_the_cost_of_the_busiest_cta():
     for forced in (0, 1, 2):
         assert set(schedule(lib100, case["m"], case["n"], case["k"], 148, forced)[:, 7]) == {forced}
     assert set(schedule(load(90), case["m"], case["n"], case["k"], 132, 1)[:, 7]) == {0}
+
+
+def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
+    """Case 0 in pair tiles: 74 pairs where every two of 148 SMs hold one, 70 where the GPU holds
+    only 70 (a plan to launch asks the device, cudaOccupancyMaxActiveClusters); every tile still once."""
+    from nvcc_build import load
+
+    lib100, case = load(100), read_cases(str(ROOT / "task.yml"), "benchmarks", None)[0].args
+    for max_pairs, units in ((74, 74), (70, 70), (200, 74)):
+        tiles = schedule(lib100, case["m"], case["n"], case["k"], 148, 2, max_pairs)
+        assert tiles[:, 4].max() + 1 == units and len({tuple(t[:3]) for t in tiles}) == len(tiles) == 176
 
 
 @requires_cuda

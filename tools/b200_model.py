@@ -149,7 +149,7 @@ def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[t
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for g in range(len(m)) for v in (m[g], n, k)])
     capacity = 1 << 16
     out = (ctypes.c_int * (8 * capacity))()
-    count = lib.nvfp4_schedule(mnk, len(m), SMS, tiles, out, capacity)
+    count = lib.nvfp4_schedule(mnk, len(m), SMS, SMS // 2, tiles, out, capacity)  # every two SMs taken to hold a pair
     rows = np.array(out[: 8 * count]).reshape(count, 8)
     if len(set(rows[:, 3])) != 1:
         raise ValueError("the model handles one launch per case")

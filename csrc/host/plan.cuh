@@ -56,10 +56,10 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, bool byte_elements, int choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
-  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, choice);
+  const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, max_pairs, choice);
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
   for (const ScheduledLaunch& sched : problem->launches) {
@@ -134,6 +134,35 @@ cudaLaunchAttribute cluster_of(int shape) {
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   return cluster;
+}
+
+// How many CTA pairs of the kernels with pair tiles (the last shape, where its tiles take 2 CTAs)
+// fit on the current device at once, at most half of num_sms; after prepare_kernels. Once per device.
+bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
+  *max_pairs = num_sms / 2;
+  constexpr int kPairShape = Arch::kTileShapes - 1;
+  if (Arch::geometry(kPairShape).ctas != 2) return true;
+  static std::mutex mutex;
+  static std::vector<int> found;  // per device; 0: not asked yet
+  int device = 0;
+  NVFP4_CUDA_TRY(st, cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size_t(device) >= found.size()) found.resize(size_t(device) + 1, 0);
+  if (!found[size_t(device)]) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(2);
+    config.blockDim = dim3(Arch::kThreads);
+    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+    cudaLaunchAttribute cluster = cluster_of(kPairShape);
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    NVFP4_CUDA_TRY(st, cudaOccupancyMaxActiveClusters(&clusters, Arch::kernel(true, 0, kPairShape), &config));
+    if (clusters < 1) return st.fail("no CTA pair of the sm_100a kernel fits on this GPU");
+    found[size_t(device)] = clusters;
+  }
+  *max_pairs = std::min(*max_pairs, found[size_t(device)]);
+  return true;
 }
 
 // A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so

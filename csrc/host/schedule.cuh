@@ -153,8 +153,11 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
 
 // Every tile of every group, cut into launches that fit the parameter limits, each spread over
 // at most num_sms CTAs largest-first onto the least loaded CTA (LPT), then rebalanced.
-std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int shape) {
-  const int b_rows = Arch::geometry(shape).b_rows, units = num_sms / Arch::geometry(shape).ctas;  // a pair's two CTAs are one unit
+// max_pairs: the CTA pairs (clusters of 2) that fit on the GPU at once, which may be fewer than
+// half its SMs (a GPU processing cluster with an odd number of free SMs leaves one unpaired).
+std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int max_pairs, int shape) {
+  const int b_rows = Arch::geometry(shape).b_rows;
+  const int units = Arch::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -237,12 +240,12 @@ struct Schedule {
 };
 
 // Sets each group's chunk_rows and returns the schedule of the groups.
-std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int choice) {
+std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int max_pairs, int choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
   if (Arch::kTileShapes == 1) choice = 0;
-  std::vector<int> key{num_sms, choice};
+  std::vector<int> key{num_sms, max_pairs, choice};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
   {
@@ -265,7 +268,7 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     if (shape == 0) choose_chunk_rows(shaped, num_sms);
     else
       for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
-    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, shape);
+    std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, max_pairs, shape);
     const int64_t cost = makespan(launches, shaped);
     if (made->launches.empty() || cost < best) {
       best = cost;
