@@ -1974,13 +1974,20 @@ __device__ __forceinline__ void forward_stages(const LaunchArgs& args, Barriers<
     }
 }
 
+// A commit of the MMA thread's operations to a barrier: this CTA's; a pair's, at the same offset in
+// both CTAs (multicast).
+template <int kShape>
+__device__ __forceinline__ void commit(uint32_t bar) {
+  if constexpr (TileShape<kShape>::kIsPair) tcgen05_commit_multicast<2>(bar, 0b11);
+  else tcgen05_commit(bar);
+}
+
 // Issues every MMA of the tile (in a pair: the even CTA, for both).
 template <int kShape, bool kPersistent>
 __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   constexpr int kGroup = S::kCtaGroup;
-  constexpr uint16_t kBoth = (1u << kGroup) - 1;  // the CTAs whose barriers a commit arrives on
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
   for (int i = first; i < last; ++i) {
@@ -2008,11 +2015,11 @@ __device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, 
           tcgen05_mma_nvfp4<kGroup>(d_tmem + p * 128, desc_ab(m_tile + k * 32), desc_ab(n_tile + p * 128 * 128 + k * 32),
                                     instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,
                                     tmem + Tmem::kSfN + p * Tmem::kScaleColumns + k * 4, (iter_k == 0 && k == 0) ? 0u : 1u);
-      tcgen05_commit_multicast<kGroup>(bars.mma(stage), kBoth);  // frees the stage once these MMAs have read it
+      commit<kShape>(bars.mma(stage));  // frees the stage once these MMAs have read it
       stage = (stage + 1) % S::kStages;
       if (stage == 0) tma_phase ^= 1;
     }
-    tcgen05_commit_multicast<kGroup>(bars.mainloop(buffer), kBoth);  // accumulator complete
+    commit<kShape>(bars.mainloop(buffer));  // accumulator complete
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) epilogue_phase ^= 1;
   }

@@ -329,7 +329,7 @@ def test_a_deliberately_broken_layout_fails(bug):
 
 # ----------------------------------------------------------------------------- it catches synchronization bugs
 EPILOGUE_WAIT = "    mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);\n"
-RELEASE = "      tcgen05_commit_multicast<kGroup>(bars.mma(stage), kBoth);  // frees the stage once these MMAs have read it\n"
+RELEASE = "      commit<kShape>(bars.mma(stage));  // frees the stage once these MMAs have read it\n"
 STAGE_LOADED = "      mbar_wait_or_trap<S::kIsPair>(bars.tma(stage), tma_phase);\n      tcgen05_fence_after_sync();\n"
 PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), problem (m, n, k), the detector's message
     # (for a read of the accumulator: "... nothing has written ..." or "... a queued operation has not yet written ...",
