@@ -287,11 +287,15 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   return rank;
 }
+// The shared::cluster address of this CTA's shared::cta address `addr` in the cluster's CTA `rank`.
+__device__ __forceinline__ uint32_t cluster_address(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
 // Arrive (release at cluster scope) on the barrier at the same offset in the cluster's CTA `rank`.
 __device__ __forceinline__ void mbar_arrive_in(uint32_t bar, uint32_t rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_address(bar, rank)) : "memory");
 }
 // Every thread of every CTA of the cluster.
 __device__ __forceinline__ void cluster_sync() {
@@ -1308,19 +1312,10 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
   return v;
 }
-// The address of shared::cta address `addr` in the CTA of cluster rank `rank`.
-__device__ __forceinline__ uint32_t remote(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
 __device__ __forceinline__ uint32_t ld_cluster_u32(uint32_t cluster_addr) {
   uint32_t v;
   asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr) : "memory");
   return v;
-}
-__device__ __forceinline__ void arrive_cluster(uint32_t cluster_addr) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
 // Which KB of the kernel's shared memory an address is in (from the dynamic window's base rounded
 // up to 1024, as the kernel does), for messages.
@@ -1373,7 +1368,7 @@ struct Operand {
   SmemDesc d;
   int rows, words;
   uint32_t rank;
-  __device__ uint32_t word(int row, int w) const { return ld_cluster_u32(remote(kmajor_address(d, row, 4 * w), rank)); }
+  __device__ uint32_t word(int row, int w) const { return ld_cluster_u32(cluster_address(kmajor_address(d, row, 4 * w), rank)); }
   __device__ uint32_t checksum(uint32_t& lo, uint32_t& hi) const {
     uint64_t h = 0x9E3779B97F4A7C15ull;
     lo = 0xFFFFFFFFu, hi = 0;
@@ -1381,7 +1376,7 @@ struct Operand {
       for (int w = 0; w < words; ++w) {
         const uint32_t a = kmajor_address(d, r, 4 * w);
         lo = min(lo, a), hi = max(hi, a + 4);
-        h = (h ^ ld_cluster_u32(remote(a, rank))) * 0x100000001B3ull + uint64_t(r * words + w);
+        h = (h ^ ld_cluster_u32(cluster_address(a, rank))) * 0x100000001B3ull + uint64_t(r * words + w);
       }
     return uint32_t(mix(h)) | 1u;
   }
@@ -1507,7 +1502,7 @@ __device__ __forceinline__ void execute(const Op& op, uint32_t issuer_sm) {
   else {
     __threadfence();  // the TMEM stand-ins' words before the arrival
     for (uint32_t r = 0; r < 32; ++r)
-      if ((op.cta_mask >> r) & 1) arrive_cluster(remote(op.bar, r));
+      if ((op.cta_mask >> r) & 1) mbar_arrive_in(op.bar, r);
   }
 }
 // Runs the pending operations of the queue of SM `issuer_sm` up to `limit` (exclusive) whose delay has
@@ -1676,7 +1671,7 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
       emu::vol(t.columns) = uint32_t(columns);
       const uint32_t record = smem_u32(&emu::g_pair_record);
       asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull) : "memory");
-      const uint32_t peer_record = emu::remote(record, peer);
+      const uint32_t peer_record = cluster_address(record, peer);
       uint64_t key = 0;
       for (long long start = clock64(); key != ((cluster_key ^ uint64_t(peer) << 1) | 1ull);) {
         asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
@@ -2291,6 +2286,7 @@ struct ScheduledLaunch {
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
+  int64_t busiest = 0;          // the tile costs of its busiest CTA (pair)
   int ctas() const { return int(cta_first.size()) - 1; }
 };
 
@@ -2448,6 +2444,9 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
     launch.shape = shape;
+    std::vector<int64_t> cost(size_t(ctas), 0);
+    for (size_t t = 0; t < chunk.size(); ++t) cost[size_t(cta_of[t])] += chunk[t].cost;
+    launch.busiest = *std::max_element(cost.begin(), cost.end());
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -2458,21 +2457,9 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
 }
 
 // The launches' summed busiest-CTA costs: what the tile shapes are compared by.
-int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector<GroupShape>& groups) {
+int64_t makespan(const std::vector<ScheduledLaunch>& launches) {
   int64_t total = 0;
-  for (const ScheduledLaunch& launch : launches) {
-    int64_t busiest = 0;
-    for (int c = 0; c < launch.ctas(); ++c) {
-      int64_t cost = 0;
-      for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
-        const Tile t = unpack_tile(launch.tiles[size_t(i)]);
-        const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
-        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.shape);
-      }
-      busiest = std::max(busiest, cost);
-    }
-    total += busiest;
-  }
+  for (const ScheduledLaunch& launch : launches) total += launch.busiest;
   return total;
 }
 
@@ -2519,7 +2506,7 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     else
       for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
     std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, max_pairs, shape);
-    const int64_t cost = makespan(launches, shaped);
+    const int64_t cost = makespan(launches);
     if (made->launches.empty() || cost < best) {
       best = cost;
       groups = std::move(shaped);
@@ -2670,6 +2657,18 @@ cudaLaunchAttribute cluster_of(int shape) {
   cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   return cluster;
 }
+// A GEMM launch of `grid` CTAs of the shape on the default queue (the config's zero handle); the
+// cluster attribute, which `cluster` holds, only where a tile takes more than one CTA.
+cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute& cluster) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(Arch::kThreads);
+  config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+  cluster = cluster_of(shape);
+  config.attrs = &cluster;
+  config.numAttrs = Arch::geometry(shape).ctas > 1 ? 1 : 0;
+  return config;
+}
 
 // How many CTA pairs of the kernels with pair tiles (the last shape, where its tiles take 2 CTAs)
 // fit on the current device at once, at most half of num_sms; after prepare_kernels. Once per device.
@@ -2684,13 +2683,8 @@ bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) >= found.size()) found.resize(size_t(device) + 1, 0);
   if (!found[size_t(device)]) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(2);
-    config.blockDim = dim3(Arch::kThreads);
-    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
-    cudaLaunchAttribute cluster = cluster_of(kPairShape);
-    config.attrs = &cluster;
-    config.numAttrs = 1;
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config = gemm_launch(2, kPairShape, cluster);
     int clusters = 0;
     NVFP4_CUDA_TRY(st, cudaOccupancyMaxActiveClusters(&clusters, Arch::kernel(true, 0, kPairShape), &config));
     if (clusters < 1) return st.fail("no CTA pair of the sm_100a kernel fits on this GPU");
@@ -2710,13 +2704,8 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(plan.grids[i]));
-    config.blockDim = dim3(Arch::kThreads);
-    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
-    cudaLaunchAttribute cluster = cluster_of(plan.shapes[i]);
-    config.attrs = &cluster;
-    config.numAttrs = Arch::geometry(plan.shapes[i]).ctas > 1 ? 1 : 0;  // the default queue: the config's zero handle
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config = gemm_launch(unsigned(plan.grids[i]), plan.shapes[i], cluster);
     NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), argv));
   }
   return true;

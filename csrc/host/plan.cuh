@@ -135,6 +135,18 @@ cudaLaunchAttribute cluster_of(int shape) {
   cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   return cluster;
 }
+// A GEMM launch of `grid` CTAs of the shape on the default queue (the config's zero handle); the
+// cluster attribute, which `cluster` holds, only where a tile takes more than one CTA.
+cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute& cluster) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(Arch::kThreads);
+  config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+  cluster = cluster_of(shape);
+  config.attrs = &cluster;
+  config.numAttrs = Arch::geometry(shape).ctas > 1 ? 1 : 0;
+  return config;
+}
 
 // How many CTA pairs of the kernels with pair tiles (the last shape, where its tiles take 2 CTAs)
 // fit on the current device at once, at most half of num_sms; after prepare_kernels. Once per device.
@@ -149,13 +161,8 @@ bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) >= found.size()) found.resize(size_t(device) + 1, 0);
   if (!found[size_t(device)]) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(2);
-    config.blockDim = dim3(Arch::kThreads);
-    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
-    cudaLaunchAttribute cluster = cluster_of(kPairShape);
-    config.attrs = &cluster;
-    config.numAttrs = 1;
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config = gemm_launch(2, kPairShape, cluster);
     int clusters = 0;
     NVFP4_CUDA_TRY(st, cudaOccupancyMaxActiveClusters(&clusters, Arch::kernel(true, 0, kPairShape), &config));
     if (clusters < 1) return st.fail("no CTA pair of the sm_100a kernel fits on this GPU");
@@ -175,13 +182,8 @@ bool launch_plan(Plan& plan, Status& st) {
       NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
     }
     void* argv[] = {&plan.launches[i]};
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(plan.grids[i]));
-    config.blockDim = dim3(Arch::kThreads);
-    config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
-    cudaLaunchAttribute cluster = cluster_of(plan.shapes[i]);
-    config.attrs = &cluster;
-    config.numAttrs = Arch::geometry(plan.shapes[i]).ctas > 1 ? 1 : 0;  // the default queue: the config's zero handle
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config = gemm_launch(unsigned(plan.grids[i]), plan.shapes[i], cluster);
     NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), argv));
   }
   return true;

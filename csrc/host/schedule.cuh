@@ -41,6 +41,7 @@ struct ScheduledLaunch {
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
+  int64_t busiest = 0;          // the tile costs of its busiest CTA (pair)
   int ctas() const { return int(cta_first.size()) - 1; }
 };
 
@@ -198,6 +199,9 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
     launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
     launch.shape = shape;
+    std::vector<int64_t> cost(size_t(ctas), 0);
+    for (size_t t = 0; t < chunk.size(); ++t) cost[size_t(cta_of[t])] += chunk[t].cost;
+    launch.busiest = *std::max_element(cost.begin(), cost.end());
     launch.tiles.resize(chunk.size());
     std::vector<int> next(launch.cta_first.begin(), launch.cta_first.end() - 1);
     for (size_t t = 0; t < chunk.size(); ++t)
@@ -208,21 +212,9 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
 }
 
 // The launches' summed busiest-CTA costs: what the tile shapes are compared by.
-int64_t makespan(const std::vector<ScheduledLaunch>& launches, const std::vector<GroupShape>& groups) {
+int64_t makespan(const std::vector<ScheduledLaunch>& launches) {
   int64_t total = 0;
-  for (const ScheduledLaunch& launch : launches) {
-    int64_t busiest = 0;
-    for (int c = 0; c < launch.ctas(); ++c) {
-      int64_t cost = 0;
-      for (int i = launch.cta_first[size_t(c)]; i < launch.cta_first[size_t(c) + 1]; ++i) {
-        const Tile t = unpack_tile(launch.tiles[size_t(i)]);
-        const GroupShape& s = groups[size_t(launch.groups[size_t(t.group)])];
-        cost += tile_cost(std::min(s.chunk_rows, s.m - t.m_chunk * s.chunk_rows), s.k, launch.shape);
-      }
-      busiest = std::max(busiest, cost);
-    }
-    total += busiest;
-  }
+  for (const ScheduledLaunch& launch : launches) total += launch.busiest;
   return total;
 }
 
@@ -269,7 +261,7 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
     else
       for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
     std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, max_pairs, shape);
-    const int64_t cost = makespan(launches, shaped);
+    const int64_t cost = makespan(launches);
     if (made->launches.empty() || cost < best) {
       best = cost;
       groups = std::move(shaped);

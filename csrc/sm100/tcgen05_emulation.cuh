@@ -122,19 +122,10 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
   return v;
 }
-// The address of shared::cta address `addr` in the CTA of cluster rank `rank`.
-__device__ __forceinline__ uint32_t remote(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
 __device__ __forceinline__ uint32_t ld_cluster_u32(uint32_t cluster_addr) {
   uint32_t v;
   asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr) : "memory");
   return v;
-}
-__device__ __forceinline__ void arrive_cluster(uint32_t cluster_addr) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
 // Which KB of the kernel's shared memory an address is in (from the dynamic window's base rounded
 // up to 1024, as the kernel does), for messages.
@@ -187,7 +178,7 @@ struct Operand {
   SmemDesc d;
   int rows, words;
   uint32_t rank;
-  __device__ uint32_t word(int row, int w) const { return ld_cluster_u32(remote(kmajor_address(d, row, 4 * w), rank)); }
+  __device__ uint32_t word(int row, int w) const { return ld_cluster_u32(cluster_address(kmajor_address(d, row, 4 * w), rank)); }
   __device__ uint32_t checksum(uint32_t& lo, uint32_t& hi) const {
     uint64_t h = 0x9E3779B97F4A7C15ull;
     lo = 0xFFFFFFFFu, hi = 0;
@@ -195,7 +186,7 @@ struct Operand {
       for (int w = 0; w < words; ++w) {
         const uint32_t a = kmajor_address(d, r, 4 * w);
         lo = min(lo, a), hi = max(hi, a + 4);
-        h = (h ^ ld_cluster_u32(remote(a, rank))) * 0x100000001B3ull + uint64_t(r * words + w);
+        h = (h ^ ld_cluster_u32(cluster_address(a, rank))) * 0x100000001B3ull + uint64_t(r * words + w);
       }
     return uint32_t(mix(h)) | 1u;
   }
@@ -321,7 +312,7 @@ __device__ __forceinline__ void execute(const Op& op, uint32_t issuer_sm) {
   else {
     __threadfence();  // the TMEM stand-ins' words before the arrival
     for (uint32_t r = 0; r < 32; ++r)
-      if ((op.cta_mask >> r) & 1) arrive_cluster(remote(op.bar, r));
+      if ((op.cta_mask >> r) & 1) mbar_arrive_in(op.bar, r);
   }
 }
 // Runs the pending operations of the queue of SM `issuer_sm` up to `limit` (exclusive) whose delay has
@@ -490,7 +481,7 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
       emu::vol(t.columns) = uint32_t(columns);
       const uint32_t record = smem_u32(&emu::g_pair_record);
       asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull) : "memory");
-      const uint32_t peer_record = emu::remote(record, peer);
+      const uint32_t peer_record = cluster_address(record, peer);
       uint64_t key = 0;
       for (long long start = clock64(); key != ((cluster_key ^ uint64_t(peer) << 1) | 1ull);) {
         asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
