@@ -1,36 +1,48 @@
 # NVFP4 grouped GEMM toolkit. Every target works on whatever device is there (a CPU included).
-PYTHON     ?= python3
-SPEC       ?= task.yml
-SUBMISSION ?= submission.py
-TORCH_SPEC ?= torch==2.13.0
-MODE       ?= test
-EVAL_ARGS  ?=
-SANITIZER  ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-EVAL        = $(PYTHON) eval.py
+PYTHON      ?= python3
+SPEC        ?= task.yml
+SUBMISSION  ?= submission.py
+TORCH_SPEC  ?= torch==2.13.0
+MODE        ?= test
+EVAL_ARGS   ?=
+LEADERBOARD ?= nvfp4_group_gemm
+GPU         ?= B200
+SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+EVAL         = $(PYTHON) eval.py
 
-.PHONY: deps run test benchmark leaderboard profile diff submit bundle check-bundle check-submission check-cuda peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda peers dry-run sanitize b200-model
+
+help:  ## this list (the default target)
+	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps:  ## install what is missing (torch only where none is installed)
-	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
-	@$(PYTHON) -c "import numpy, yaml, pytest, ninja" 2>/dev/null || $(PYTHON) -m pip install -q -r requirements.txt
+	@$(PYTHON) -c "import torch" 2>/dev/null || { echo "installing $(TORCH_SPEC) (no torch found; on a machine without a GPU install the CPU build first: README.md)"; $(PYTHON) -m pip install "$(TORCH_SPEC)"; }
+	@$(PYTHON) -c "import numpy, yaml, pytest, ninja, kernelguard" 2>/dev/null || $(PYTHON) -m pip install -q -r requirements.txt
 
-run: deps  ## the harness on the official tests
+run: deps  ## the harness on the official tests (SUBMISSION=submission.py, on this device)
 	$(EVAL) test $(SPEC) --submission $(SUBMISSION)
 
-test: deps  ## the test suite
+test: deps  ## the test suite (CPU-only machines skip the GPU tests and say so)
 	$(PYTHON) -m pytest -q tests
 
-benchmark: deps
+benchmark: deps  ## time the submission on the official benchmarks, as the leaderboard times it
 	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)
 
-leaderboard: deps
+leaderboard: deps  ## the leaderboard's ranked run: every output of every repeat rechecked
 	$(EVAL) leaderboard $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)
 
-profile: deps
+profile: deps  ## a torch-profiler table per benchmark case
 	$(EVAL) profile $(SPEC) --submission $(SUBMISSION)
 
-diff: deps
+diff: deps  ## per group: max error, mismatch count and the worst elements
 	$(EVAL) diff $(SPEC) --submission $(SUBMISSION)
+
+compare: deps  ## A=one.py B=other.py: both timed on the same inputs, alternating; per-case ratios
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=first.py B=second.py [SPEC=task.yml]"; exit 2; }
+	$(EVAL) compare $(A) $(B) $(SPEC)
+
+official: deps  ## REF=path/to/reference-kernels: the leaderboard's own eval on our files (MODE=test|benchmark|leaderboard)
+	$(PYTHON) tools/official.py --ref "$(REF)" --mode $(MODE) --submission $(SUBMISSION)
 
 bundle:  ## write csrc/ (and the generated wgmma code) into submission.py
 	$(PYTHON) tools/bundle.py
@@ -38,7 +50,7 @@ bundle:  ## write csrc/ (and the generated wgmma code) into submission.py
 check-bundle:  ## fail when submission.py is not what csrc/ produces
 	$(PYTHON) tools/bundle.py --check
 
-check-submission:  ## the leaderboard server's text rules on $(SUBMISSION): no banned word, size, UTF-8, imports
+check-submission:  ## the server's gate on the submission: its text rules, and KernelGuard where installed
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)
 
 check-cuda: deps  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
@@ -57,9 +69,9 @@ sanitize: deps  ## the submission on varied inputs under compute-sanitizer memch
 b200-model: deps  ## the calibrated B200 estimate of the sm_100a designs (a model, no GPU; needs nvcc); MODEL_ARGS="--config ours v6b"
 	$(PYTHON) tools/b200_model.py $(MODEL_ARGS)
 
-peers: deps  ## our submission against torch and cuBLAS on the current GPU; writes docs/peers.{md,png}
+peers: deps  ## our submission against torch and cuBLAS on this GPU; writes docs/peers.{md,png}
 	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
 	$(PYTHON) bench/peers.py --out docs
 
-submit: check-submission  ## send $(SUBMISSION) to the leaderboard's B200 (MODE=test, the default, or benchmark or leaderboard) after check-submission
-	$(PYTHON) tools/submit.py --mode $(MODE) $(SUBMISSION)
+submit:  ## send the submission to an open leaderboard (nvfp4_group_gemm closed on 2026-02-21): MODE, LEADERBOARD, GPU
+	$(PYTHON) tools/submit.py --mode $(MODE) --leaderboard $(LEADERBOARD) --gpu $(GPU) $(SUBMISSION)

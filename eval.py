@@ -1,9 +1,11 @@
 """The evaluation harness: the leaderboard's protocol (docs/PROBLEM.md section 5), usable on any machine.
 
     python eval.py MODE SPEC [--submission PATH] [--timeout SECONDS] [--strict]
+    python eval.py compare A.py B.py SPEC [--timeout SECONDS]
 
 MODE is test, benchmark, leaderboard, profile or diff. SPEC is a spec file (one case a line)
-or task.yml (its `tests` for test and diff, its `benchmarks` otherwise). With POPCORN_FD
+or task.yml (its `tests` for test and diff, its `benchmarks` otherwise). compare times two
+submissions on the same inputs, each in its own worker, alternating between them every repeat. With POPCORN_FD
 set, `key: value` result lines go to that file descriptor; readable results always go to
 stdout and progress to stderr. Benchmarks are timed as the leaderboard times them (its 64 GiB
 flush, or a stand-in where the GPU has less memory, with no synchronize before the start event:
@@ -20,8 +22,10 @@ import fcntl
 import os
 import sys
 from pathlib import Path
+from textwrap import indent
 
-from harness.floors import ceilings_for, floor_us, geomean
+from harness.floors import KNOWN_GPUS, ceilings_for, floor_us, geomean
+from harness.report import FailureLog, first_line, format_time, table
 from harness.spec import SpecError, read_cases
 from utils import set_seed
 
@@ -55,10 +59,11 @@ def progress(text: str) -> None:
     print(f"[eval] {text}", file=sys.stderr, flush=True)
 
 
-def finish(out: Protocol, passed: bool) -> int:
-    out.log("check", "pass" if passed else "fail")
-    print(f"check: {'pass' if passed else 'fail'}", flush=True)
-    return EXIT_PASS if passed else EXIT_FAIL
+def finish(out: Protocol, passed: int, total: int, why: str = "") -> int:
+    """The run's last line, `N of M passed`, and its check line on the protocol."""
+    out.log("check", "pass" if passed == total else "fail")
+    print(f"{passed} of {total} passed{why}", flush=True)
+    return EXIT_PASS if passed == total else EXIT_FAIL
 
 
 def _call(worker, name, *args, timeout, **kwargs):
@@ -71,39 +76,57 @@ def _call(worker, name, *args, timeout, **kwargs):
         return False, str(e)
 
 
+def tell_failure(failures: FailureLog, message: str, summary: str | None = None) -> None:
+    """A failed case on stdout: its traceback where this run has not shown it yet, then one line."""
+    if trace := failures.explain(message):
+        print(trace, flush=True)
+    print(f"      {summary or first_line(message)}", flush=True)
+
+
 # ----------------------------------------------------------------------------- modes
 def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bool:
-    """Import the submission in the worker; on failure, say why once and fail every case."""
+    """Import the submission in the worker; on failure, say why once, and fail every case in a line."""
     ok, result = _call(worker, "import_submission", submission, timeout=timeout)
     if ok:
         return True
-    first_line = result.splitlines()[0] if result else "unknown error"
-    print(f"{submission} failed to import:\n{result}", flush=True)
+    reason = first_line(result)
+    print(f"{submission} failed to import:", flush=True)
+    tell_failure(FailureLog(), result, reason)
     out.log(f"{kind}-count", len(tests))
     for i, test in enumerate(tests):
         out.log(f"{kind}.{i}.spec", test.spec)
         out.log(f"{kind}.{i}.status", "fail")
-        out.log(f"{kind}.{i}.error", f"the submission failed to import: {first_line}")
+        out.log(f"{kind}.{i}.error", f"the submission failed to import: {reason}")
+        print(f"{kind} {i:<3} FAIL  {test.spec}: the submission failed to import", flush=True)
     return False
+
+
+def tell_device_and_path(worker, submission, timeout) -> None:
+    ok, result = _call(worker, "describe_run", submission, timeout=timeout)
+    if ok:
+        device, path = result
+        print(f"ran on: {device}; path: {path or 'not named (the submission defines no path_in_use())'}", flush=True)
 
 
 def run_testing(out, worker, tests, submission, timeout) -> int:
     if not submission_imports(out, worker, tests, submission, timeout, "test"):
-        return finish(out, False)
+        return finish(out, 0, len(tests))
     out.log("test-count", len(tests))
-    passed = True
+    passed, failures = 0, FailureLog()
     for i, test in enumerate(tests):
         progress(f"test {i + 1}/{len(tests)}: {test.spec}")
         out.log(f"test.{i}.spec", test.spec)
         ok, result = _call(worker, "run_test", submission, test.args, timeout=timeout)
-        good, message = result if ok else (False, result)
+        good, message, readable = result if ok else (False, result, None)
         out.log(f"test.{i}.status", "pass" if good else "fail")
         print(f"test {i:<3} {'pass' if good else 'FAIL'}  {test.spec}", flush=True)
-        if not good:
-            passed = False
-            out.log(f"test.{i}.error", message)
-            print(f"         {message}", flush=True)
-    return finish(out, passed)
+        if good:
+            passed += 1
+            continue
+        out.log(f"test.{i}.error", message)
+        tell_failure(failures, message, readable)
+    tell_device_and_path(worker, submission, timeout)
+    return finish(out, passed, len(tests))
 
 
 def _log_stats(out, i, stats) -> None:
@@ -118,39 +141,48 @@ def _summarize(case: dict) -> str:
     return f"G={case['g']} M={','.join(map(str, case['m']))} N={dims(case['n'])} K={dims(case['k'])}"
 
 
-def print_timing_table(tests, results, device: str) -> None:
+def device_header(device: str):
+    """The table's device line, and the GPU's ceilings where they are known."""
+    if not device:
+        return "device: no GPU (the CPU)", None
     ceilings = ceilings_for(device)
-    floor_head = f"{ceilings.name} floor (us)  x floor" if ceilings else "(no floor: unknown GPU)"
+    if ceilings is None:
+        return f"device: {device} (no speed-of-light floor: floors are known for {' and '.join(KNOWN_GPUS)})", None
+    return f"device: {device}  [floors: {ceilings.basis}]", ceilings
+
+
+def print_timing_table(tests, results, device: str) -> None:
+    header, ceilings = device_header(device)
     timed = [r for r in results if r is not None]
-    print(f"\ndevice: {device}" + (f"  [floors: {ceilings.basis}]" if ceilings else ""))
-    if timed:
+    on_gpu = any(r.host_included for r in timed)
+    print(f"\n{header}")
+    if timed and on_gpu:
         print(f"flush: {timed[0].flush}")
-    print(f"{'case':<5} {'mean (us)':>11} {'err (us)':>9} {'runs':>5} {'with host':>10}  {floor_head}  shape")
-    means, floors, hosts = [], [], []
+    headers = ["case", "mean", "+- err", "runs"] + (["with host"] if on_gpu else [])
+    headers += [f"{ceilings.name} floor", "x floor"] if ceilings else []
+    rows, means, floors, hosts = [], [], [], []
     for i, (test, result) in enumerate(zip(tests, results)):
         shape = _summarize(test.args)
         if result is None:
-            print(f"{i:<5} {'FAIL':>11}  {shape}")
+            rows.append([str(i), "FAIL"] + [""] * (len(headers) - 2) + [shape])
             continue
         stats = result.stats
-        mean_us = stats.mean / 1e3
-        means.append(mean_us)
-        host = f"{result.host_included.mean / 1e3:>10.2f}" if result.host_included else f"{'-':>10}"
-        if result.host_included:
-            hosts.append(result.host_included.mean / 1e3)
-        floor_cols = ""
+        means.append(stats.mean)
+        row = [str(i), format_time(stats.mean), format_time(stats.err), str(stats.runs)]
+        if on_gpu:
+            hosts.append(result.host_included.mean)
+            row.append(format_time(result.host_included.mean))
         if ceilings:
-            f = floor_us(ceilings, test.args["m"], test.args["n"], test.args["k"])
-            floors.append(f)
-            floor_cols = f"{f:>15.2f} {mean_us / f:>8.2f}"
-        print(f"{i:<5} {mean_us:>11.2f} {stats.err / 1e3:>9.3f} {stats.runs:>5} {host}  {floor_cols}  {shape}")
-    if means and len(means) == len(results):
-        host = f"{geomean(hosts):>10.2f}" if len(hosts) == len(means) else f"{'':>10}"
-        line = f"{'geo':<5} {geomean(means):>11.2f} {'':>9} {'':>5} {host}"
-        if ceilings:
-            line += f"  {geomean(floors):>15.2f} {geomean(means) / geomean(floors):>8.2f}"
-        print(line + "  (geometric mean)")
-    if any(r.host_included for r in timed):
+            floor = floor_us(ceilings, test.args["m"], test.args["n"], test.args["k"]) * 1e3
+            floors.append(floor)
+            row += [format_time(floor), f"{stats.mean / floor:.2f}"]
+        rows.append(row + [shape])
+    if len(results) > 1 and means and len(means) == len(results):
+        row = ["geo", format_time(geomean(means)), "", ""] + ([format_time(geomean(hosts))] if on_gpu else [])
+        row += [format_time(geomean(floors)), f"{geomean(means) / geomean(floors):.2f}"] if ceilings else []
+        rows.append(row + ["(geometric mean)"])
+    print(table(headers + ["shape"], rows))
+    if on_gpu:
         print("mean: GPU time per call, timed as the leaderboard does; with host: the same calls timed after a synchronize, "
               "so the host's part of each call counts (what a caller outside a CUDA graph waits for)")
     elif timed:
@@ -182,9 +214,8 @@ class BenchmarkPlan:
 def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool, plan: BenchmarkPlan, strict: bool) -> int:
     if plan.notice:
         print(plan.notice, flush=True)
-        progress(plan.notice)
     if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
-        return finish(out, False)
+        return finish(out, 0, len(tests))
     if strict:
         print("strict: every repeat on fresh clones of the input sets, in a shuffled order; outputs checked for being "
               "the given c tensors in fp16", flush=True)
@@ -197,7 +228,7 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool,
         progress("warm-up on the first case")
         _call(worker, "run_benchmark", submission, tests[0].args, False, 100, 1e8, **common, with_host=False, timeout=timeout)
     out.log("benchmark-count", len(tests))
-    passed, results = True, []
+    results, failures = [], FailureLog()
     max_time_ns = 30e9 if leaderboard else 10e9
     for i, test in enumerate(tests):
         progress(f"benchmark {i + 1}/{len(tests)}: {test.spec}")
@@ -208,69 +239,126 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool,
             _log_stats(out, i, result.stats)
             results.append(result)
             continue
-        passed = False
         results.append(None)
         out.log(f"benchmark.{i}.status", "fail")
         out.log(f"benchmark.{i}.error", result)
-        print(f"benchmark {i} FAIL: {result}", flush=True)
+        print(f"benchmark {i} FAIL  {test.spec}", flush=True)
+        tell_failure(failures, result)
         if leaderboard:
             break
     ok, device = _call(worker, "device_name", timeout=timeout)
-    print_timing_table(tests[: len(results)], results, device if ok else "unknown")
-    return finish(out, passed)
+    print_timing_table(tests[: len(results)], results, device if ok else "an unknown GPU")
+    passed = sum(r is not None for r in results)
+    stopped = f" (the leaderboard stops at the first failure: {len(tests) - len(results)} not run)" if len(results) < len(tests) else ""
+    return finish(out, passed, len(tests), stopped)
 
 
 def run_profiling(out, worker, tests, submission, timeout, plan: BenchmarkPlan) -> int:
     if plan.notice:
         print("no CUDA GPU: a CPU profile of the portable path, which says nothing about the leaderboard's GPU", flush=True)
     if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
-        return finish(out, False)
+        return finish(out, 0, len(tests))
     out.log("benchmark-count", len(tests))
-    passed = True
+    passed, failures = 0, FailureLog()
     for i, test in enumerate(tests):
         progress(f"profile {i + 1}/{len(tests)}: {test.spec}")
         out.log(f"benchmark.{i}.spec", test.spec)
         ok, report = _call(worker, "run_profile", submission, test.args, timeout=timeout)
         if not ok:
-            passed = False
             out.log(f"benchmark.{i}.status", "fail")
             out.log(f"benchmark.{i}.error", report)
-            print(f"profile {i} FAIL: {report}", flush=True)
+            print(f"profile {i} FAIL  {test.spec}", flush=True)
+            tell_failure(failures, report)
             continue
+        passed += 1
         out.log(f"benchmark.{i}.report", base64.b64encode(report.encode("utf-8"), b"+*").decode("utf-8"))
         print(f"\nprofile {i}: {test.spec}\n{report}", flush=True)
-    return finish(out, passed)
+    return finish(out, passed, len(tests))
 
 
 def run_diffing(out, worker, tests, submission, timeout) -> int:
     if not submission_imports(out, worker, tests, submission, timeout, "test"):
-        return finish(out, False)
-    passed = True
+        return finish(out, 0, len(tests))
+    passed, failures = 0, FailureLog()
     for i, test in enumerate(tests):
         progress(f"diff {i + 1}/{len(tests)}: {test.spec}")
         ok, report = _call(worker, "run_diff", submission, test.args, timeout=timeout)
         print(f"\ncase {i}: {test.spec}")
         if not ok:
-            passed = False
-            print(f"  FAIL: {report}")
+            print("  FAIL", flush=True)
+            tell_failure(failures, report)
             continue
-        print(f"  {'group':<6} {'shape':<18} {'max abs':>10} {'max rel':>10} {'mismatches':>11}  worst elements (index: got / expected)")
+        rows, good = [], True
         for row in report:
             if "error" in row:
-                passed = False
-                print(f"  {row['group']!s:<6} {row['error']}")
+                good = False
+                rows.append([str(row["group"]), row["error"]])
                 continue
-            passed &= row["mismatches"] == 0
+            good &= row["mismatches"] == 0
             worst = "  ".join(f"{w['index'][:2]}: {w['got']:.6g} / {w['expected']:.6g}" for w in row["worst"])
-            shape = "x".join(map(str, row["shape"]))
-            print(f"  {row['group']:<6} {shape:<18} {row['max_abs']:>10.3g} {row['max_rel']:>10.3g} {row['mismatches']:>11}  {worst}")
-    return finish(out, passed)
+            rows.append([str(row["group"]), "x".join(map(str, row["shape"])), f"{row['max_abs']:.3g}", f"{row['max_rel']:.3g}",
+                         str(row["mismatches"]), worst])
+        print(indent(table(["group", "shape", "max abs", "max rel", "mismatches", "worst elements (index: got / expected)"], rows, left=1), "  "))
+        passed += good
+    return finish(out, passed, len(tests))
+
+
+def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan) -> int:
+    """compare mode (harness/compare.py): both submissions on every case, timed repeat by repeat in turn."""
+    from harness.compare import alternate, comparison_table
+    from harness.worker import WorkerFailure
+
+    if plan.notice:
+        print(plan.notice, flush=True)
+    for name, worker, submission in zip("AB", workers, submissions):
+        print(f"{name}: {submission}", flush=True)
+        if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+            return finish(out, 0, len(tests))
+    if plan.warm_up:  # one flush kind for both: the leaderboard's where the GPU holds two, else the stand-in
+        ok_a, kind = _call(workers[0], "use_flush", None, timeout=timeout)
+        ok_b, kind_b = _call(workers[1], "use_flush", kind, timeout=timeout)
+        if ok_a and ok_b and kind_b != kind:
+            _call(workers[0], "use_flush", kind_b, timeout=timeout)
+    results, failures = [], FailureLog()
+    for i, test in enumerate(tests):
+        progress(f"compare {i + 1}/{len(tests)}: {test.spec}")
+        failed = None
+        for name, worker, submission in zip("AB", workers, submissions):
+            ok, result = _call(worker, "prepare_comparison", submission, test.args, plan.sets, plan.progress, timeout=timeout)
+            if not ok or result is not None:
+                failed = f"{name} failed"
+                print(f"compare {i} FAIL  {test.spec}: {name} failed", flush=True)
+                tell_failure(failures, result)
+                break
+        if failed:
+            results.append(failed)
+            continue
+        repeats = [lambda w=w, s=s: w.call("compare_repeat", s, timeout=timeout) for w, s in zip(workers, submissions)]
+        try:
+            if plan.warm_up and i == 0:
+                alternate(*repeats, 3, 1e8)
+            results.append(alternate(*repeats, plan.repeats, 10e9))
+        except WorkerFailure as e:
+            results.append(str(e))
+            print(f"compare {i} FAIL  {test.spec}: a timed repeat failed", flush=True)
+            tell_failure(failures, str(e))
+    ok, device = _call(workers[0], "device_name", timeout=timeout)
+    print(f"\n{device_header(device if ok else 'an unknown GPU')[0]}")
+    print(comparison_table([_summarize(test.args) for test in tests], results))
+    print("A mean, B mean: GPU time per call, timed as the benchmark times it (CPU: wall time); B / A: above 1, B is slower; "
+          "+- (95%): of the mean of the per-repeat ratios, each repeat of B next to one of A")
+    return finish(out, sum(not isinstance(r, str) for r in results), len(tests))
 
 
 # ----------------------------------------------------------------------------- entry point
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=MODES)
+    if argv and argv[0] == "compare":
+        parser.add_argument("mode", choices=("compare",))
+        parser.add_argument("a", help="submission A")
+        parser.add_argument("b", help="submission B")
+    else:
+        parser.add_argument("mode", choices=MODES + ("compare",))
     parser.add_argument("spec", help="spec file, or task.yml")
     parser.add_argument("--submission", default=str(HERE / "submission.py"), help="file defining custom_kernel")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one case may take (default 900)")
@@ -280,7 +368,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     try:
-        args = parse_args(argv)
+        args = parse_args(sys.argv[1:] if argv is None else argv)
         fd = os.environ.get("POPCORN_FD")
         fd = int(fd) if fd else None
         secret = os.environ.pop("POPCORN_SEED", None)
@@ -290,12 +378,13 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"bad POPCORN_FD or POPCORN_SEED: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    submission = str(Path(args.submission).resolve())
-    if not Path(submission).is_file():
-        print(f"no submission file at {submission}", file=sys.stderr)
-        return EXIT_BAD_ARGS
+    submissions = [str(Path(path).resolve()) for path in ((args.a, args.b) if args.mode == "compare" else (args.submission,))]
+    for submission in submissions:
+        if not Path(submission).is_file():
+            print(f"no submission file at {submission}", file=sys.stderr)
+            return EXIT_BAD_ARGS
     set_seed(secret or 42)
-    section = "tests" if args.mode in ("test", "diff") else "benchmarks"
+    section = "tests" if args.mode in ("test", "diff") else "benchmarks"  # compare: the benchmarks
     try:
         tests = read_cases(args.spec, section, secret)
     except SpecError as e:
@@ -312,8 +401,11 @@ def main(argv=None) -> int:
         print(f"POPCORN_FD={fd} is not a file descriptor open for writing ({e.strerror})", file=sys.stderr)
         return EXIT_BAD_ARGS
     plan = BenchmarkPlan.for_device(torch.cuda.is_available())
-    worker = Worker(str(HERE))
+    workers = [Worker(str(HERE)) for _ in submissions]
+    worker, submission = workers[0], submissions[0]
     try:
+        if args.mode == "compare":
+            return run_comparing(out, workers, tests, submissions, args.timeout, plan)
         if args.mode == "test":
             return run_testing(out, worker, tests, submission, args.timeout)
         if args.mode in ("benchmark", "leaderboard"):
@@ -322,7 +414,8 @@ def main(argv=None) -> int:
             return run_profiling(out, worker, tests, submission, args.timeout, plan)
         return run_diffing(out, worker, tests, submission, args.timeout)
     finally:
-        worker.stop()
+        for worker in workers:
+            worker.stop()
         out.close()
 
 

@@ -3403,10 +3403,20 @@ def self_checked(path: "KernelPath", device: torch.device, verdict: str | None =
     if failure is None:
         return path
     has_fp4_scaled_mm = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 10
-    fallback = scaled_mm_kernel if has_fp4_scaled_mm and not path.emulated else portable_kernel
-    print(f"nvfp4 grouped gemm: the sm_{path.arch}a kernel{' (tcgen05 emulated)' if path.emulated else ''} failed its first-use "
-          f"self-check on {device}: {failure}. Using {fallback.__name__} for the rest of this process.", file=sys.stderr, flush=True)
+    fallback = Fallback(scaled_mm_kernel if has_fp4_scaled_mm and not path.emulated else portable_kernel, kernel_name(path), failure)
+    print(f"nvfp4 grouped gemm: the {fallback.kernel} failed its first-use self-check on {device}: {failure}. Using "
+          f"{fallback.path.__name__} for the rest of this process.", file=sys.stderr, flush=True)
     return fallback
+
+
+class Fallback:
+    """A correct path used in place of a kernel that failed its first-use self-check."""
+
+    def __init__(self, path, kernel: str, failure: str):
+        self.path, self.kernel, self.failure = path, kernel, failure
+
+    def __call__(self, data: input_t) -> output_t:
+        return self.path(data)
 
 
 def _earlier_failure(verdict: str | None) -> str | None:
@@ -3478,6 +3488,28 @@ def custom_kernel(data: input_t) -> output_t:
     return path(data)
 
 
+def kernel_name(path: "KernelPath") -> str:
+    return f"sm_{path.arch}a kernel" + (" with tcgen05 emulated (on an sm_90 GPU)" if path.emulated else "")
+
+
+def describe_path(path) -> str:
+    """A path of select_path() in words."""
+    if isinstance(path, KernelPath):
+        return kernel_name(path)
+    if isinstance(path, Fallback):
+        return f"{describe_path(path.path)}, the fallback after the {path.kernel} failed its first-use self-check"
+    return {portable_kernel: "portable PyTorch path", scaled_mm_kernel: "FP4 torch._scaled_mm"}[path]
+
+
+def path_in_use(device: torch.device | None = None) -> str:
+    """What custom_kernel runs on `device` (default: the current GPU, else the CPU), in words; the
+    harness prints it after the tests."""
+    if device is None:
+        device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    path = _paths.get(device)
+    return "none yet (custom_kernel has not run on this device)" if path is None else describe_path(path)
+
+
 # ----------------------------------------------------------------------------- compile step
 def build_for_this_machine() -> None:
     """`python3 submission.py`, the leaderboard's compile step: build the kernel for this GPU (and
@@ -3493,13 +3525,13 @@ def build_for_this_machine() -> None:
     path = select_path(device)
     seconds = time.perf_counter() - start
     if isinstance(path, KernelPath):
-        flavour = f"sm_{path.arch}a kernel" + (" with tcgen05 emulated, built for sm_90a" if path.emulated else "")
         checked = ", self-checked" if path.arch in UNVERIFIED_KERNEL_ARCHS and os.environ.get(SELF_CHECK_ENV) != "0" else ""
-        print(f"nvfp4 grouped gemm: the {flavour} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's extension cache{checked})")
-    elif path is portable_kernel and (kernel_target(capability) is None or os.environ.get("NVFP4_PATH") == "portable"):
-        print(f"nvfp4 grouped gemm: {gpu} runs the portable PyTorch path, which needs no build")
+        print(f"nvfp4 grouped gemm: the {describe_path(path)} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's "
+              f"extension cache{checked})")
+    elif isinstance(path, Fallback):
+        print(f"nvfp4 grouped gemm: the CUDA kernel for {gpu} failed its self-check (above); this machine runs the {describe_path(path)}")
     else:
-        print(f"nvfp4 grouped gemm: the CUDA kernel for {gpu} failed its self-check (above); this machine runs {path.__name__}")
+        print(f"nvfp4 grouped gemm: {gpu} runs the {describe_path(path)}, which needs no build")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,14 @@ import time
 
 import torch
 
-from reference import TOLERANCE, check_implementation, generate_input, ref_kernel
+from reference import TOLERANCE, generate_input, ref_kernel
+from harness.report import format_time
 from utils import clear_l2_cache, l2_flush_bytes, match_reference, mismatch_mask
 
 NUM_ITERATIONS_PER_BENCHMARK = 15
 WALL_LIMIT_NS = 120e9
 
-_kernels = {}
+_modules = {}
 
 
 def import_submission(path: str) -> None:
@@ -27,20 +28,40 @@ def import_submission(path: str) -> None:
 
 
 def load_kernel(path: str):
-    """The submission's custom_kernel (or a reference module's ref_kernel), imported once."""
-    if path not in _kernels:
+    """The submission's custom_kernel (or, in a reference module, the ref_kernel it defines), imported once."""
+    if path not in _modules:
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        kernel = getattr(module, "custom_kernel", None) or getattr(module, "ref_kernel", None)
-        if kernel is None:
-            raise AttributeError(f"{path} defines neither custom_kernel nor ref_kernel")
-        _kernels[path] = kernel
-    return _kernels[path]
+        if _kernel_of(module) is None:
+            raise AttributeError(f"{path} defines no custom_kernel(data) function")
+        _modules[path] = module
+    return _kernel_of(_modules[path])
+
+
+def _kernel_of(module):
+    kernel = getattr(module, "custom_kernel", None)
+    if kernel is None and getattr(getattr(module, "ref_kernel", None), "__module__", None) == module.__name__:
+        kernel = module.ref_kernel
+    return kernel if callable(kernel) else None
 
 
 def device_name() -> str:
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    """The GPU's name, or "" on a machine without one."""
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else ""
+
+
+def describe_run(path: str) -> tuple[str, str | None]:
+    """The device the cases ran on, and the submission's own account of the path it took there: its
+    path_in_use() where it defines one (submission.py does), else None."""
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        device = f"{torch.cuda.get_device_name()} (compute capability {major}.{minor})"
+    else:
+        device = "no GPU (the CPU)"
+    load_kernel(path)
+    describe = getattr(_modules[path], "path_in_use", None)
+    return device, describe() if callable(describe) else None
 
 
 def clone_data(data):
@@ -120,9 +141,10 @@ class Flush:
     GPU spin as long as the leaderboard's flush takes on this GPU (a 1 GiB randn, timed and scaled).
     """
 
-    def __init__(self):
+    def __init__(self, leaderboard: bool | None = None):
+        """leaderboard: None, the leaderboard's flush where the GPU has the memory; False, the stand-in."""
         free, _ = torch.cuda.mem_get_info()
-        self.leaderboard = free >= LEADERBOARD_FLUSH_BYTES + (4 << 30)
+        self.leaderboard = free >= LEADERBOARD_FLUSH_BYTES + (4 << 30) and leaderboard is not False
         if not self.leaderboard:
             self._small = l2_flush_bytes(torch.device("cuda")) // 4
             sample, spin = (lambda: torch.randn(1 << 28, device="cuda")), (lambda: torch.cuda._sleep(1 << 24))
@@ -168,6 +190,16 @@ def leaderboard_flush() -> Flush:
     return _flush
 
 
+def use_flush(leaderboard: bool | None) -> bool:
+    """Make the worker's Flush anew (see Flush); True when it is the leaderboard's. Two workers timed
+    side by side (eval.py compare) use the same kind."""
+    global _flush
+    _flush = None
+    torch.cuda.empty_cache()  # an earlier flush's 64 GiB, held by torch's allocator
+    _flush = Flush(leaderboard)
+    return _flush.leaderboard
+
+
 @dataclasses.dataclass
 class CaseTiming:
     stats: Stats                  # timed as the leaderboard does: the official figures
@@ -176,13 +208,37 @@ class CaseTiming:
     warnings: list[str]           # strict mode: outputs that are not the given c tensors, or not fp16
 
 
-def run_test(path: str, args: dict) -> tuple[bool, str]:
+def run_test(path: str, args: dict) -> tuple[bool, str, str]:
+    """(passed, the failure as the leaderboard's check words it, the failure in plain words)."""
     kernel = load_kernel(path)
     data = generate_input(**args)
     synchronize()
     output = kernel(clone_data(data))
     synchronize()
-    return check_implementation(data, output)
+    expected = ref_kernel(data)
+    good, message = match_reference(None, output, reference=lambda _: expected, **TOLERANCE)
+    return good, message, "" if good else describe_mismatch(output, expected)
+
+
+def describe_mismatch(output, expected, most_groups: int = 3) -> str:
+    """What is wrong with `output`, in words: per failing group the count of elements out of
+    tolerance, and the first one's index, value and expected value."""
+    if not isinstance(output, (list, tuple)):
+        return f"the output is a {type(output).__name__}, not a list of tensors"
+    if len(output) != len(expected):
+        return f"{len(output)} outputs for {len(expected)} groups"
+    found = []
+    for g, (got, want) in enumerate(zip(output, expected)):
+        if not isinstance(got, torch.Tensor):
+            found.append(f"group {g}: the output is a {type(got).__name__}, not a tensor")
+        elif got.shape != want.shape:
+            found.append(f"group {g}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        elif (bad := mismatch_mask(got, want, **TOLERANCE)).any():
+            index = tuple(bad.nonzero()[0].tolist())
+            found.append(f"group {g}: {int(bad.count_nonzero()):,} of {bad.numel():,} elements wrong; the first, at {index}, "
+                         f"is {got[index].item():.6g}, expected {want[index].item():.6g}")
+    more = f"; and {len(found) - most_groups} more groups" if len(found) > most_groups else ""
+    return "; ".join(found[:most_groups]) + more
 
 
 def output_warnings(inputs, outputs) -> set[str]:
@@ -209,6 +265,28 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     order, and the outputs are checked for being the given c tensors in fp16. `with_host`: time the
     calls a second way, with the host's part counted (on a GPU). `progress` reports each step on
     stderr (for slow devices)."""
+    checked = checked_input_sets(path, args, sets, progress)
+    if isinstance(checked, str):
+        return checked
+    kernel, data_list, first_mismatch, (inputs, outputs) = checked
+    warnings = output_warnings(inputs, outputs) if strict else None
+    on_gpu = torch.cuda.is_available()
+    flush = leaderboard_flush() if on_gpu else None
+    timed = dict(fresh_inputs=strict, warnings=warnings, progress=progress)
+    stats = time_calls(kernel, data_list, max_repeats, max_time_ns, first_mismatch if recheck else None, flush=flush, **timed)
+    if isinstance(stats, str):
+        return stats
+    host_included = time_calls(kernel, data_list, max_repeats, max_time_ns, None, flush=None, **timed) if on_gpu and with_host else None
+    if isinstance(host_included, str):
+        return host_included
+    described = flush.describe() if flush else "none (the CPU: host clock around the calls)"
+    return CaseTiming(stats, host_included, described, sorted(warnings or ()))
+
+
+def checked_input_sets(path: str, args: dict, sets: int, progress: bool = False):
+    """A case's input sets as the benchmark makes them, each run once through the submission (on
+    clones) and checked: (kernel, the sets, first_mismatch(outputs), (the clones, their outputs)),
+    or the failure message."""
     kernel = load_kernel(path)
     args = dict(args)
     data_list = []
@@ -230,19 +308,29 @@ def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_ti
     synchronize()
     if message := first_mismatch(outputs):
         return message
-    warnings = output_warnings(inputs, outputs) if strict else None
     _report(progress, f"{sets} outputs checked; timing")
-    on_gpu = torch.cuda.is_available()
-    flush = leaderboard_flush() if on_gpu else None
-    timed = dict(fresh_inputs=strict, warnings=warnings, progress=progress)
-    stats = time_calls(kernel, data_list, max_repeats, max_time_ns, first_mismatch if recheck else None, flush=flush, **timed)
-    if isinstance(stats, str):
-        return stats
-    host_included = time_calls(kernel, data_list, max_repeats, max_time_ns, None, flush=None, **timed) if on_gpu and with_host else None
-    if isinstance(host_included, str):
-        return host_included
-    described = flush.describe() if flush else "none (the CPU: host clock around the calls)"
-    return CaseTiming(stats, host_included, described, sorted(warnings or ()))
+    return kernel, data_list, first_mismatch, (inputs, outputs)
+
+
+_compared = {}  # path -> (kernel, input sets) of the case being compared
+
+
+def prepare_comparison(path: str, args: dict, sets: int, progress: bool = False) -> str | None:
+    """Make and check a case's input sets (as run_benchmark does) for compare_repeat(); None, or the
+    failure message."""
+    _compared.pop(path, None)
+    checked = checked_input_sets(path, args, sets, progress)
+    if isinstance(checked, str):
+        return checked
+    _compared[path] = checked[:2]
+    return None
+
+
+def compare_repeat(path: str) -> float:
+    """One repeat of the prepared case, timed as run_benchmark times it: ns per call."""
+    kernel, data_list = _compared[path]
+    flush = leaderboard_flush() if torch.cuda.is_available() else None
+    return time_repeat(kernel, data_list, list(range(len(data_list))), flush)[0]
 
 
 def _spacer(rng: random.Random):
@@ -274,33 +362,40 @@ def time_calls(fn, data_list, max_repeats: int, max_time_ns: float, check=None, 
     shuffler = random.Random(len(data_list))
     start = time.perf_counter_ns()
     for repeat in range(max_repeats):
-        synchronize()
-        inputs = data_list
-        if fresh_inputs:
-            shuffler.shuffle(order)
-            inputs = [None] * len(data_list)
-            spacer = _spacer(shuffler)  # so that the clones do not land where earlier clones were, repeat after repeat
-            for j in order:
-                inputs[j] = clone_data(data_list[j])
-            del spacer
-        if flush is not None:
-            flush()
-        else:
-            clear_l2_cache()
-            synchronize()
-        outputs = [None] * len(data_list)
-        with BatchTimer() as timer:
-            for j in order:
-                outputs[j] = fn(inputs[j])
+        ns, inputs, outputs = time_repeat(fn, data_list, order, flush, shuffler if fresh_inputs else None)
         if check and (message := check(outputs)):
             return message
         if warnings is not None:
             warnings |= output_warnings(inputs, outputs)
-        durations.append(timer.ns / len(data_list))
-        _report(progress, f"repeat {repeat + 1}/{max_repeats}: {durations[-1] / 1e3:.1f} us per call")
+        durations.append(ns)
+        _report(progress, f"repeat {repeat + 1}/{max_repeats}: {format_time(ns)} per call")
         if should_stop(durations, time.perf_counter_ns() - start, max_time_ns):
             break
     return calculate_stats(durations)
+
+
+def time_repeat(fn, data_list, order: list, flush: Flush | None, shuffler: random.Random | None = None):
+    """One repeat of time_calls(): (ns per call, the inputs, the outputs). With a shuffler, on fresh
+    clones of the input sets in a newly shuffled `order`."""
+    synchronize()
+    inputs = data_list
+    if shuffler is not None:
+        shuffler.shuffle(order)
+        inputs = [None] * len(data_list)
+        spacer = _spacer(shuffler)  # so that the clones do not land where earlier clones were, repeat after repeat
+        for j in order:
+            inputs[j] = clone_data(data_list[j])
+        del spacer
+    if flush is not None:
+        flush()
+    else:
+        clear_l2_cache()
+        synchronize()
+    outputs = [None] * len(data_list)
+    with BatchTimer() as timer:
+        for j in order:
+            outputs[j] = fn(inputs[j])
+    return timer.ns / len(data_list), inputs, outputs
 
 
 def run_profile(path: str, args: dict) -> str:

@@ -10,6 +10,9 @@ import signal
 import sys
 import time
 import traceback
+from pathlib import Path
+
+HARNESS = Path(__file__).resolve().parent
 
 
 class WorkerFailure(Exception):
@@ -27,6 +30,18 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def _traceback_beyond_the_harness(e: BaseException, most_lines: int = 24) -> str:
+    """The exception's traceback from the first frame outside harness/ on (the submission's own); none
+    when the harness itself raised it."""
+    tb = e.__traceback__
+    while tb is not None and Path(tb.tb_frame.f_code.co_filename).parent == HARNESS:
+        tb = tb.tb_next
+    if tb is None and not isinstance(e, SyntaxError):  # a SyntaxError's traceback shows the offending line
+        return ""
+    lines = "".join(traceback.format_exception(type(e), e, tb)).splitlines(keepends=True)
+    return "".join(lines[:1] + lines[1:][-most_lines:])
+
+
 def _serve(conn, eval_dir: str) -> None:
     sys.path.insert(0, eval_dir)
     from harness import runners
@@ -39,8 +54,7 @@ def _serve(conn, eval_dir: str) -> None:
         try:
             result = ("ok", getattr(runners, name)(*args, **kwargs))
         except BaseException as e:  # noqa: BLE001 - every failure goes back to the parent as text
-            lines = traceback.format_exception(type(e), e, e.__traceback__)
-            result = ("error", f"{type(e).__name__}: {e}\n" + "".join(lines[-12:]))
+            result = ("error", f"{type(e).__name__}: {e}\n" + _traceback_beyond_the_harness(e))
         conn.send(result)
 
 

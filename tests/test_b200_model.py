@@ -66,7 +66,7 @@ def test_the_fit_matches_every_worklog_point_within_its_documented_error():
     assert 0 < params.dram_efficiency <= 1
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="the plan's schedule comes from the sm_100a library (needs nvcc)")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the plan's schedule comes from the sm_100a library)")
 def test_our_estimate_uses_the_plans_real_schedule():
     for case, (m, n, k) in enumerate(model.BENCHMARKS):
         for forced, fields in enumerate(model.OUR_SHAPES):

@@ -1,4 +1,4 @@
-"""tools/check_submission.py: the leaderboard server's text rules, applied before a file is sent."""
+"""tools/check_submission.py: the leaderboard server's gate (its text rules, KernelGuard), applied before a file is sent."""
 import subprocess
 import sys
 
@@ -16,10 +16,21 @@ def test_the_submission_passes_the_gate():
     assert problems(SUBMISSION) == []
 
 
-def test_make_check_submission_passes():
+def test_make_check_submission_passes_with_kernelguards_verdicts():
     proc = subprocess.run(["make", "-s", "check-submission"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "passes the leaderboard's gate" in proc.stdout
+    for profile in ("default", "strict"):
+        assert f"submission.py: KernelGuard, {profile} profile: " in proc.stdout and "not filtered" in proc.stdout
+
+
+def test_kernelguard_fails_an_output_cache_keyed_on_data_pointers():
+    """A file that passes the text rules but caches its outputs by the inputs' addresses (tests/planted/)."""
+    planted = ROOT / "tests" / "planted" / "output_cache.py"
+    assert problems(planted) == []
+    proc = subprocess.run(["make", "-s", "check-submission", f"SUBMISSION={planted}"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode != 0 and "FAILS the leaderboard's gate" in proc.stdout
+    assert "KernelGuard's default profile would filter it" in proc.stderr and "POINTER_REPLAY" in proc.stdout
 
 
 def planted(tmp_path, text: str | bytes):

@@ -103,13 +103,19 @@ def schedule_cases():
     return cases
 
 
+SHAPE_CHOICES = {90: (-1, 0), 100: (-1, 0, 1, 2)}  # -1: the plan's choice; then each tile shape the build has
+SHAPE_NAMES = {-1: "chosen", 0: "unswapped", 1: "swapped", 2: "pair"}
+
+
 @pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
 @pytest.mark.parametrize("num_sms", [132, 148])
-@pytest.mark.parametrize("choice", [-1, 0, 1, 2], ids=["chosen", "unswapped", "swapped", "pair"])
-def test_schedule_covers_every_tile_once_and_balances(lib, case, num_sms, choice):
+@pytest.mark.parametrize("arch,choice", [(a, c) for a in ARCHS for c in SHAPE_CHOICES[a]], ids=lambda v: f"sm{v}" if v in ARCHS else SHAPE_NAMES[v])
+def test_schedule_covers_every_tile_once_and_balances(arch, choice, case, num_sms):
+    from nvcc_build import load
+
+    lib = load(arch)
     _, _, k_mult, shapes = tile_rows(lib)
-    if choice >= shapes:
-        pytest.skip("no such tile shape in this build")
+    assert shapes == len(SHAPE_CHOICES[arch]) - 1
     m, n, k = case["m"], case["n"], tuple(max(v, k_mult) // k_mult * k_mult for v in case["k"])
     tiles = schedule(lib, m, n, k, num_sms, choice)
     keys = [tuple(t[:3]) for t in tiles]

@@ -90,7 +90,7 @@ def test_benchmark_shapes(path):
     check(path, data, calls=2)
 
 
-@pytest.mark.skipif(not HAS_KERNEL or torch.cuda.get_device_capability()[0] != 9, reason="sm_90a kernels")
+@pytest.mark.skipif(not HAS_KERNEL or torch.cuda.get_device_capability()[0] != 9, reason="needs an sm_90 GPU (sm_90a kernels)")
 @pytest.mark.parametrize("m,n,k,fixed_n8", [
     ((1, 17, 0, 129), (1024, 512, 256, 768), (512, 512, 256, 512), 2),  # tiles of 1 to 16 rows issued with N = 16
     ((192, 320), (3072, 3072), (512, 1024), 14),                        # A chunks of 96 and 112 rows

@@ -103,7 +103,7 @@ def test_reference_handles_an_empty_group():
 
 @requires_cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or not has_fp4_scaled_mm(torch.device("cuda")),
-                    reason="FP4 _scaled_mm needs an sm_100-class GPU")
+                    reason="needs an sm_100-class GPU (FP4 _scaled_mm)")
 def test_scaled_mm_and_decode_paths_agree():
     data = generate_full_range_input((96, 128), (128, 256), (256, 512), 2, seed=5)
     fast = [c.clone() for c in ref_kernel(data, use_scaled_mm=True)]

@@ -87,7 +87,7 @@ class WrongKernel:
 
 
 def test_a_wrong_result_falls_back_to_the_portable_path_with_one_warning(capfd):
-    assert submission.self_checked(WrongKernel(), torch.device("cpu")) is submission.portable_kernel
+    assert submission.self_checked(WrongKernel(), torch.device("cpu")).path is submission.portable_kernel
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and "failed its first-use self-check" in err and "group 2: 1 of 17680 elements off, the first at row 100, column 5" in err
 
@@ -96,13 +96,13 @@ def test_a_kernel_that_raises_falls_back_too(capfd):
     def broken(data):
         raise RuntimeError("nvfp4 grouped gemm: launch failed: too many resources requested for launch")
     broken.arch, broken.emulated, broken.tiles, broken.tile_shapes = 100, True, submission.TILES_CHOSEN, (submission.TILES_CHOSEN,)
-    assert submission.self_checked(broken, torch.device("cpu")) is submission.portable_kernel
+    assert submission.self_checked(broken, torch.device("cpu")).path is submission.portable_kernel
     assert "RuntimeError: nvfp4 grouped gemm: launch failed" in capfd.readouterr().err
 
 
 @requires_cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or submission.kernel_target(torch.cuda.get_device_capability()) is None,
-                    reason="needs a GPU with a CUDA kernel path")
+                    reason="needs a GPU with a CUDA kernel path (sm_90)")
 def test_a_correct_kernel_passes_silently_and_fast(capfd):
     """The check itself, on this GPU's own kernel (the sm_90a one on an H200)."""
     device = torch.device("cuda", torch.cuda.current_device())
@@ -167,11 +167,11 @@ def test_a_passing_check_is_recorded_and_checked_again_by_the_next_process(tmp_p
 
 def test_a_recorded_failure_spares_later_processes_the_kernel(tmp_path, capfd):
     verdict = str(tmp_path / "lib.so.self_check")
-    assert submission.self_checked(WrongKernel(), torch.device("cpu"), verdict) is submission.portable_kernel
+    assert submission.self_checked(WrongKernel(), torch.device("cpu"), verdict).path is submission.portable_kernel
     assert open(verdict).read().startswith("fail: group 2: 1 of 17680 elements off")
     capfd.readouterr()
     kernel = CountingKernel()
-    assert submission.self_checked(kernel, torch.device("cpu"), verdict) is submission.portable_kernel and kernel.calls == 0
+    assert submission.self_checked(kernel, torch.device("cpu"), verdict).path is submission.portable_kernel and kernel.calls == 0
     assert "an earlier process found group 2: 1 of 17680 elements off" in capfd.readouterr().err
 
 
@@ -185,7 +185,7 @@ def test_a_check_whose_process_died_counts_as_a_failure(tmp_path, capfd):
     verdict = tmp_path / "lib.so.self_check"
     verdict.write_text(f"running {dead}\n")
     kernel = CountingKernel()
-    assert submission.self_checked(kernel, torch.device("cpu"), str(verdict)) is submission.portable_kernel and kernel.calls == 0
+    assert submission.self_checked(kernel, torch.device("cpu"), str(verdict)).path is submission.portable_kernel and kernel.calls == 0
     assert f"an earlier check (process {dead}) never finished" in capfd.readouterr().err
     verdict.write_text(f"running {os.getpid()}\n")  # a check still running elsewhere: check here too
     assert submission.self_checked(kernel, torch.device("cpu"), str(verdict)) is kernel and kernel.calls == 1

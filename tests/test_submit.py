@@ -1,4 +1,5 @@
-"""tools/submit.py (make submit): the gate first, then the leaderboard's CLI with the right flags."""
+"""tools/submit.py (make submit): the gate first, then the leaderboard's CLI with the right flags, and
+the server's refusals told in one line."""
 import os
 import subprocess
 import sys
@@ -72,3 +73,31 @@ def test_no_cli_says_where_to_get_it(env, tmp_path):
     os.remove(tmp_path / "bin" / "popcorn")
     proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert proc.returncode == 1 and "gpu-mode/popcorn-cli/releases" in proc.stderr
+
+
+REFUSING_CLI = """#!/bin/sh
+echo "Submitting to the leaderboard..."
+echo "Error: Server returned status 400 Bad Request: {\\"detail\\":\\"The deadline to submit to nvfp4_group_gemm has passed.\\\\nIt was 2026-02-21 07:30:00+00:00 and today is 2026-12-01.\\"}"
+echo "more detail that the one line replaces"
+exit 1
+"""
+
+
+def test_the_closed_leaderboard_is_said_before_sending_and_its_refusal_is_one_line(env, tmp_path):
+    (tmp_path / "bin" / "popcorn").write_text(REFUSING_CLI)
+    proc = submit(env)
+    assert proc.returncode == 1
+    assert "nvfp4_group_gemm closed on 2026-02-21 07:30" in proc.stdout and "Submitting to the leaderboard" in proc.stdout
+    assert "more detail" not in proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "submit: refused by the server: the leaderboard nvfp4_group_gemm is past its deadline, and its server refuses every mode "
+        "after one (test, benchmark, profile and leaderboard alike); nothing ran"]
+
+
+def test_another_leaderboard_and_gpu_can_be_named(env):
+    proc = subprocess.run(["make", "-s", "submit", "LEADERBOARD=grayscale_v2", "GPU=H100", "MODE=benchmark"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "closed" not in proc.stdout
+    args = open(os.path.join(env["HOME"], "cli_args")).read().split()
+    assert args[:7] == ["submit", "--gpu", "H100", "--leaderboard", "grayscale_v2", "--mode", "benchmark"]

@@ -1,4 +1,4 @@
-"""Apply the leaderboard server's text rules to a submission file before it is sent.
+"""Apply the leaderboard server's gate to a submission file before it is sent.
 
     python tools/check_submission.py [PATH]        (default: submission.py)
 
@@ -6,10 +6,16 @@ The server (gpu-mode/kernelbot) refuses a file that is empty, over 1,000,000 byt
 or that contains the word "stream" in any case anywhere (code, comments, strings). Beside the
 submission the leaderboard lays out task.py, utils.py, reference.py and eval.py, its own copies;
 a submission should need only the standard library, torch and task (for its types), so any other
-import is refused here as well.
+import is refused here as well. Where the server enables it, KernelGuard (PyPI `kernelguard`, the
+server pins 0.3.1) classifies the file first and the server refuses one it would filter; where the
+package is installed, the file is run through its API mode under the default and the strict
+profile, each verdict is printed, and a file either profile would filter fails.
 Exit 0 when the file passes, 1 with one line per problem otherwise. See docs/PROBLEM.md.
 """
 import ast
+import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -52,18 +58,57 @@ def problems(path: Path) -> list[str]:
     return found
 
 
+KERNELGUARD_PROFILES = ("default", "strict")
+
+
+def kernelguard(path: Path, profile: str) -> dict:
+    """KernelGuard's verdict on the file, as the server asks for it: its CLI in API mode, the code on
+    standard input, one JSON object out (classification, should_filter, matched_patterns)."""
+    proc = subprocess.run([sys.executable, "-m", "kernelguard", "--profile", profile, "--api-mode"], input=path.read_bytes(),
+                          capture_output=True, timeout=300)
+    lines = [line for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"kernelguard failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
+    return json.loads(lines[-1])
+
+
+def kernelguard_problems(path: Path) -> list[str]:
+    """KernelGuard's verdicts printed, one line a profile; a problem for each profile that would filter the file."""
+    if importlib.util.find_spec("kernelguard") is None:
+        print(f"{path}: KernelGuard is not installed (pip install kernelguard==0.3.1), so its check did not run")
+        return []
+    found = []
+    for profile in KERNELGUARD_PROFILES:
+        verdict = kernelguard(path, profile)
+        patterns = ", ".join(f"{m['pattern']} ({m['severity']})" for m in verdict["matched_patterns"]) or "none"
+        filtered = f"FILTERED ({verdict['filter_reason']})" if verdict["should_filter"] else "not filtered"
+        print(f"{path}: KernelGuard, {profile} profile: {verdict['classification']}, {filtered}; patterns: {patterns}")
+        if verdict["should_filter"]:
+            found.append(f"{path}: KernelGuard's {profile} profile would filter it ({verdict['filter_reason']}), and the server "
+                         f"marks a filtered file as hacked")
+    return found
+
+
+def check(path: Path) -> int:
+    """The whole gate on the file: the text rules, then KernelGuard; a verdict line on stdout, the
+    problems on stderr. 0 when it passes, 1 otherwise."""
+    found = problems(path)
+    if not found:
+        found = kernelguard_problems(path)
+    for line in found:
+        print(line, file=sys.stderr)
+    size = path.stat().st_size
+    print(f"{path}: {'FAILS' if found else 'passes'} the leaderboard's gate ({size:,} bytes"
+          f"{f', {len(found)} problem(s)' if found else ''})", flush=True)
+    return 1 if found else 0
+
+
 def main() -> int:
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "submission.py")
     if not path.is_file():
         print(f"{path}: no such file", file=sys.stderr)
         return 2
-    found = problems(path)
-    for line in found:
-        print(line, file=sys.stderr)
-    size = path.stat().st_size
-    print(f"{path}: {'FAILS' if found else 'passes'} the leaderboard's gate ({size:,} bytes"
-          f"{f', {len(found)} problem(s)' if found else ''})")
-    return 1 if found else 0
+    return check(path)
 
 
 if __name__ == "__main__":

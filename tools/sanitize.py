@@ -11,7 +11,7 @@ outputs poisoned with NaN, so an element the kernel leaves unwritten fails the c
 first failing call; --limit N stops after the first N inputs (the emulated sm_100a kernel,
 NVFP4_EMULATE_TCGEN05=1, takes minutes per input under the sanitizer). racecheck is not run: it
 does not model mbarrier transaction counts and reports hazards on every bulk-copy pipeline,
-race-free ones included (see the README).
+race-free ones included (docs/DESIGN.md).
 """
 import argparse
 import sys
