@@ -48,10 +48,22 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
   *plan_out = plan;
   return 0;
 }
-// All launches go to the default queue, the one the leaderboard's harness times.
-int nvfp4_plan_launch(void* plan, char* err, int err_len) {
+// Loads and configures every kernel on the current device, and looks up what plans need of the
+// device and the driver, so that no later call does (a later call may run inside a graph capture).
+int nvfp4_prepare_device(char* err, int err_len) {
+  using namespace nvfp4::host;
+  Status st{err, err_len};
+  int device = 0, num_sms = 0, max_pairs = 0;
+  nvfp4::EncodeTiledFn encode = nullptr;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return st.fail("no current CUDA device"), 1;
+  return prepare_kernels(st) && pairs_that_fit(num_sms, &max_pairs, st) && encode_fn(&encode, st) ? 0 : 1;
+}
+// queue: the CUDA handle of the queue to launch on (0: the default one); the build for
+// submission.py launches on the default queue whatever it is given (host/queue_default.cuh).
+int nvfp4_plan_launch(void* plan, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
-  return nvfp4::host::launch_plan(*static_cast<nvfp4::host::Plan*>(plan), st) ? 0 : 1;
+  return nvfp4::host::launch_plan(*static_cast<nvfp4::host::Plan*>(plan), nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 // Builds the plan's CUDA graph; its executable handle is then what nvfp4_graph_launch takes.
 int nvfp4_plan_instantiate(void* plan, void** graph_out, char* err, int err_len) {
@@ -61,8 +73,8 @@ int nvfp4_plan_instantiate(void* plan, void** graph_out, char* err, int err_len)
   *graph_out = p->graph;
   return 0;
 }
-int nvfp4_graph_launch(void* graph) {
-  return int(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), nullptr));
+int nvfp4_graph_launch(void* graph, void* queue) {
+  return int(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), nvfp4::host::queue_of(queue)));
 }
 const char* nvfp4_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
 void nvfp4_plan_destroy(void* plan) {

@@ -141,10 +141,14 @@ class Flush:
     GPU spin as long as the leaderboard's flush takes on this GPU (a 1 GiB randn, timed and scaled).
     """
 
-    def __init__(self, leaderboard: bool | None = None):
-        """leaderboard: None, the leaderboard's flush where the GPU has the memory; False, the stand-in."""
+    def __init__(self, leaderboard: bool | None = None, held: bool = False):
+        """leaderboard: None, the leaderboard's flush where the GPU has the memory; False, the stand-in.
+        held: the leaderboard's flush writes into one buffer held for the worker's life instead of a new
+        tensor each time (the same GPU work), so that two workers side by side (eval.py compare) each
+        keep their 64 GiB whole while their input sets come and go."""
         free, _ = torch.cuda.mem_get_info()
         self.leaderboard = free >= LEADERBOARD_FLUSH_BYTES + (4 << 30) and leaderboard is not False
+        self._held = torch.empty(LEADERBOARD_FLUSH_SHAPE, device="cuda") if held and self.leaderboard else None
         if not self.leaderboard:
             self._small = l2_flush_bytes(torch.device("cuda")) // 4
             sample, spin = (lambda: torch.randn(1 << 28, device="cuda")), (lambda: torch.cuda._sleep(1 << 24))
@@ -156,7 +160,9 @@ class Flush:
         self.ms = _gpu_ms(self)
 
     def __call__(self) -> None:
-        if self.leaderboard:
+        if self._held is not None:
+            torch.randn(LEADERBOARD_FLUSH_SHAPE, device="cuda", out=self._held)
+        elif self.leaderboard:
             torch.randn(LEADERBOARD_FLUSH_SHAPE, device="cuda")
         else:
             torch.randn(self._small, device="cuda")
@@ -164,7 +170,8 @@ class Flush:
 
     def describe(self) -> str:
         if self.leaderboard:
-            return f"the leaderboard's flush (torch.randn of 64 GiB): {self.ms:.1f} ms of GPU time before each repeat"
+            held = ", into a buffer each worker holds" if self._held is not None else ""
+            return f"the leaderboard's flush (torch.randn of 64 GiB{held}): {self.ms:.1f} ms of GPU time before each repeat"
         return (f"a stand-in for the leaderboard's 64 GiB flush (too little free GPU memory): a randn over 4x L2, then a GPU spin; "
                 f"{self.ms:.1f} ms of GPU time before each repeat, the 64 GiB flush's time here estimated from a 1 GiB randn "
                 f"({self.estimated_ms:.1f} ms)")
@@ -191,12 +198,12 @@ def leaderboard_flush() -> Flush:
 
 
 def use_flush(leaderboard: bool | None) -> bool:
-    """Make the worker's Flush anew (see Flush); True when it is the leaderboard's. Two workers timed
-    side by side (eval.py compare) use the same kind."""
+    """Make the worker's Flush anew, its buffer held (see Flush); True when it is the leaderboard's.
+    Two workers timed side by side (eval.py compare) use the same kind."""
     global _flush
     _flush = None
     torch.cuda.empty_cache()  # an earlier flush's 64 GiB, held by torch's allocator
-    _flush = Flush(leaderboard)
+    _flush = Flush(leaderboard, held=True)
     return _flush.leaderboard
 
 

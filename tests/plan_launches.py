@@ -2,7 +2,8 @@
 import ctypes
 from typing import NamedTuple
 
-import submission
+from nvfp4.kernel_path import KernelPath, create_plan
+from nvfp4.layout import from_leaderboard
 
 
 class Launch(NamedTuple):
@@ -10,11 +11,11 @@ class Launch(NamedTuple):
     tiles: int
     persistent: bool  # sm_100a: the kernel with the TMEM double buffer
     fixed_n8: int     # sm_90a: the kernel built for wgmma N = 8 * fixed_n8; 0: the one choosing each tile's N
-    shape: int        # sm_100a: the tile shape (submission.TILES_*)
+    shape: int        # sm_100a: the tile shape (nvfp4.kernel_path.TILES_*)
 
 
-def launches(path: submission.KernelPath, data) -> list[Launch]:
-    handle, _ = submission.create_plan(path.lib, data, path.num_sms, 1, ctypes.create_string_buffer(256), tiles=path.tiles)
+def launches(path: KernelPath, data) -> list[Launch]:
+    handle, _ = create_plan(path.lib, *from_leaderboard(data), path.num_sms, 1, ctypes.create_string_buffer(256), tiles=path.tiles)
     try:
         out = []
         for launch in range(path.lib.nvfp4_plan_launch_count(handle)):

@@ -1,4 +1,4 @@
-"""tools/bundle.py: submission.py carries exactly the CUDA sources of csrc/, and nvcc names them."""
+"""tools/bundle.py: submission.py is the nvfp4 package's leaderboard modules and csrc/, generated."""
 import shutil
 import subprocess
 import sys
@@ -10,6 +10,9 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import bundle  # noqa: E402
+from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
+
+CURRENT = (ROOT / "submission.py").read_text()
 
 
 def test_submission_is_what_the_sources_produce():
@@ -22,21 +25,59 @@ def csrc_copy(tmp_path):
     return Path(shutil.copytree(ROOT / "csrc", tmp_path / "csrc"))
 
 
-def test_an_edit_to_one_source_without_bundling_fails_the_check(csrc_copy):
-    current = (ROOT / "submission.py").read_text()
-    assert bundle.bundled_submission(current, bundle.bundle(csrc_copy)) == current
-    decode = csrc_copy / "sm90" / "decode.cuh"
-    decode.write_text(decode.read_text().replace("constexpr float kUnscale = 16384.0f;", "constexpr float kUnscale = 16384.5f;"))
-    assert bundle.bundled_submission(current, bundle.bundle(csrc_copy)) != current
+@pytest.fixture
+def package_copy(tmp_path):
+    return Path(shutil.copytree(ROOT / "nvfp4", tmp_path / "nvfp4", ignore=shutil.ignore_patterns("__pycache__")))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+
+
+def test_an_edit_to_a_package_module_without_bundling_fails_the_check(package_copy):
+    assert bundle.bundled(package_copy) == CURRENT
+    edit(package_copy / "self_check.py", "TOLERANCE = 1e-3", "TOLERANCE = 2e-3")
+    assert bundle.bundled(package_copy) != CURRENT
+
+
+def test_an_edit_to_one_cuda_source_without_bundling_fails_the_check(csrc_copy):
+    assert bundle.bundled(cuda=translation_unit(csrc_copy, LEADERBOARD_SWAPS)) == CURRENT
+    edit(csrc_copy / "sm90" / "decode.cuh", "constexpr float kUnscale = 16384.0f;", "constexpr float kUnscale = 16384.5f;")
+    assert bundle.bundled(cuda=translation_unit(csrc_copy, LEADERBOARD_SWAPS)) != CURRENT
+
+
+def test_the_leaderboard_form_takes_the_default_queue_modules_and_headers():
+    assert "def current_queue(device_index: int) -> int:\n    \"\"\"The default queue's handle, whatever the device.\"\"\"\n    return 0" in CURRENT
+    assert '#line 1 "csrc/host/queue_default.cuh"' in CURRENT and "csrc/host/queue.cuh" not in CURRENT
+    assert "stream" not in CURRENT.lower()
+    assert "stream" in (ROOT / "nvfp4" / "launch_queue.py").read_text() and "stream" in (ROOT / "csrc" / "host" / "queue.cuh").read_text()
+
+
+def test_a_name_two_modules_define_is_refused(package_copy):
+    edit(package_copy / "portable.py", "def blocked_scales(", "def validate(reordered, *_):\n    return reordered\n\n\ndef blocked_scales(")
+    with pytest.raises(bundle.BundleError, match="validate is defined by both nvfp4/validate.py and nvfp4/portable.py"):
+        bundle.bundled(package_copy)
+
+
+def test_an_import_of_a_name_the_module_lacks_is_refused(package_copy):
+    edit(package_copy / "dispatch.py", "from .validate import validate", "from .validate import validate, _missing")
+    with pytest.raises(bundle.BundleError, match="imports _missing from .validate, which does not define it"):
+        bundle.bundled(package_copy)
+
+
+def test_an_import_of_the_package_inside_a_function_is_refused(package_copy):
+    edit(package_copy / "dispatch.py", "    if device not in _paths:\n", "    from .layout import matrix\n    if device not in _paths:\n")
+    with pytest.raises(bundle.BundleError, match="import other modules of the package at the top level only"):
+        bundle.bundled(package_copy)
 
 
 def test_a_file_first_included_under_a_conditional_it_does_not_share_is_refused(csrc_copy):
-    arch = csrc_copy / "arch.cuh"
-    arch.write_text(arch.read_text().replace('#include "launch_params.cuh"\n', "", 1))
-    root = csrc_copy / "nvfp4.cu"
-    root.write_text(root.read_text().replace('#include "launch_params.cuh"\n', "", 1))
-    with pytest.raises(bundle.BundleError, match="first included under other conditionals"):
-        bundle.bundle(csrc_copy)
+    edit(csrc_copy / "arch.cuh", '#include "launch_params.cuh"\n', "")
+    edit(csrc_copy / "nvfp4.cu", '#include "launch_params.cuh"\n', "")
+    with pytest.raises(SourceError, match="first included under other conditionals"):
+        translation_unit(csrc_copy)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -47,7 +88,7 @@ def test_an_nvcc_error_in_a_source_file_is_reported_at_that_files_line(csrc_copy
     lines[line - 1] = "constexpr float kUnscale = undeclared_name;"
     decode.write_text("\n".join(lines) + "\n")
     unit = tmp_path / "bundled.cu"
-    unit.write_text(bundle.bundle(csrc_copy))
+    unit.write_text(translation_unit(csrc_copy))
     proc = subprocess.run(["nvcc", "-DNVFP4_ARCH=90", "-std=c++17", "-arch=sm_90a", "-ptx", str(unit), "-o", str(tmp_path / "x.ptx")],
                           capture_output=True, text=True)
     assert proc.returncode != 0
@@ -55,7 +96,6 @@ def test_an_nvcc_error_in_a_source_file_is_reported_at_that_files_line(csrc_copy
 
 
 def test_a_project_include_that_is_not_alone_on_its_line_is_refused(csrc_copy):
-    arch = csrc_copy / "arch.cuh"
-    arch.write_text(arch.read_text().replace('#include "ptx.cuh"\n', '#include "ptx.cuh"  // the PTX wrappers\n', 1))
-    with pytest.raises(bundle.BundleError, match="write a project include alone on its line"):
-        bundle.bundle(csrc_copy)
+    edit(csrc_copy / "arch.cuh", '#include "ptx.cuh"\n', '#include "ptx.cuh"  // the PTX wrappers\n')
+    with pytest.raises(SourceError, match="write a project include alone on its line"):
+        translation_unit(csrc_copy)

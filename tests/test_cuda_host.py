@@ -61,13 +61,13 @@ def test_the_cuda_12_8_check_catches_a_call_that_only_cuda_13_has():
 
 
 def test_kernel_selection_by_compute_capability():
-    import submission
+    from nvfp4.build import kernel_target
 
-    assert submission.kernel_target((9, 0)) == (90, "90a")
-    assert submission.kernel_target((10, 0)) == (100, "100a")
-    assert submission.kernel_target((10, 3)) == (100, "103a")
+    assert kernel_target((9, 0)) == (90, "90a")
+    assert kernel_target((10, 0)) == (100, "100a")
+    assert kernel_target((10, 3)) == (100, "103a")
     for other in [(8, 0), (8, 9), (9, 1), (12, 0), (7, 5)]:
-        assert submission.kernel_target(other) is None  # the portable path
+        assert kernel_target(other) is None  # the portable path
 
 
 @pytest.mark.parametrize("mn,k", [(96, 256), (300, 768), (1, 1024), (129, 512)])

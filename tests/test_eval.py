@@ -102,8 +102,8 @@ def test_a_submission_without_custom_kernel_is_told_once(tmp_path):
 
 def test_a_hanging_submission_times_out(tmp_path):
     hanging = write_submission(tmp_path, "def custom_kernel(data):\n    time.sleep(600)\n")
-    proc, lines = run_eval(tmp_path, "test", TINY, submission=hanging, extra=("--timeout", "10"))
-    assert proc.returncode == 112 and "did not finish within 10 s" in lines["test.0.error"]
+    proc, lines = run_eval(tmp_path, "test", TINY, submission=hanging, extra=("--timeout", "8"))
+    assert proc.returncode == 112 and "did not finish within 8 s" in lines["test.0.error"]
 
 
 def test_the_secret_seed_is_hidden_from_the_submission(tmp_path):

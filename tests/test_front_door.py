@@ -27,3 +27,11 @@ def test_the_template_passes_the_harness(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("1 of 1 passed")
     assert 20 <= len((ROOT / "template.py").read_text().splitlines()) <= 40
+
+
+def test_the_readmes_library_example_runs_as_written():
+    text = (ROOT / "README.md").read_text()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    proc = subprocess.run([sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("[(64, 512), (64, 512), (64, 512), (64, 512)]")

@@ -1,8 +1,14 @@
-"""The CUDA kernel path of submission.py on the GPU at hand (skipped without a kernel for it)."""
+"""The CUDA kernel path on the GPU at hand (skipped without a kernel for it): the package's, and
+submission.py's on the default queue."""
 import pytest
 import torch
 
+import nvfp4
 import submission
+from nvfp4.build import kernel_target
+from nvfp4.dispatch import select_path
+from nvfp4.kernel_path import KernelPath
+from nvfp4.layout import from_leaderboard
 from reference import generate_full_range_input, generate_input
 from harness.runners import clone_data
 from harness.spec import read_cases
@@ -10,16 +16,22 @@ from conftest import ROOT
 from numpy_reference import assert_matches_exact
 from plan_launches import launches
 
-HAS_KERNEL = torch.cuda.is_available() and submission.kernel_target(torch.cuda.get_device_capability()) is not None
+HAS_KERNEL = torch.cuda.is_available() and kernel_target(torch.cuda.get_device_capability()) is not None
 pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
 
 
 @pytest.fixture(scope="module")
 def path():
-    p = submission.select_path(torch.device("cuda", torch.cuda.current_device()))
-    assert isinstance(p, submission.KernelPath)
-    assert p.arch == submission.kernel_target(torch.cuda.get_device_capability())[0]  # sm_90 never takes sm_100a
+    p = select_path(torch.device("cuda", torch.cuda.current_device()))
+    assert isinstance(p, KernelPath)
+    assert p.arch == kernel_target(torch.cuda.get_device_capability())[0]  # sm_90 never takes sm_100a
     return p
+
+
+def run(path, data):
+    """The path on the leaderboard's data; the outputs."""
+    path(*from_leaderboard(data), 3)
+    return [c for _, _, c in data[0]]
 
 
 def poisoned(data):
@@ -32,7 +44,7 @@ def poisoned(data):
 def check(path, data, calls=1):
     """Run the kernel `calls` times (first sight, graph build, replays) on poisoned outputs."""
     for _ in range(calls):
-        out = path(poisoned(data))
+        out = run(path, poisoned(data))
         torch.cuda.synchronize()
         assert_matches_exact(out, data)
 
@@ -123,7 +135,7 @@ def rerun(path, inputs):
     """One more call on the same objects, into NaN-poisoned outputs, checked against their current values."""
     for _, _, c in inputs[0]:
         c.fill_(float("nan"))
-    out = path(inputs)
+    out = run(path, inputs)
     torch.cuda.synchronize()
     assert_matches_exact(out, inputs)
 
@@ -132,8 +144,8 @@ def test_same_addresses_with_new_shapes_never_replay_a_stale_graph(path):
     buffers = [tuple(torch.empty(1 << 20, dtype=torch.uint8, device="cuda") for _ in range(5)) for _ in range(2)]
     first = views_at(buffers, (64, 128), (256, 128), (512, 256))
     check(path, first, calls=1)
-    path(first)  # second call: graph built
-    path(first)  # third call: graph replayed
+    run(path, first)  # second call: graph built
+    run(path, first)  # third call: graph replayed
     torch.cuda.synchronize()
     for shapes in [((64, 128), (256, 128), (256, 512)), ((128, 64), (128, 256), (512, 256)), ((64, 120), (256, 128), (512, 256))]:
         data = views_at(buffers, *shapes)
@@ -185,7 +197,7 @@ def test_input_sets_alive_side_by_side_share_one_workspace(path):
         for d in sets:
             for _, _, c in d[0]:
                 c.fill_(float("nan"))
-        outs = [path(d) for d in sets]
+        outs = [run(path, d) for d in sets]
         torch.cuda.synchronize()
         for out, d in zip(outs, sets):
             assert_matches_exact(out, d)
@@ -194,35 +206,37 @@ def test_input_sets_alive_side_by_side_share_one_workspace(path):
 
 
 def test_the_workspace_outlives_its_plans_and_grows_when_needed(path):
-    """Never handed back to torch's allocator, which could give it to a side stream's work while a
-    graph on the default stream still reads it."""
+    """Never handed back to torch's allocator, which could give it to other work while a graph that
+    bakes it in may still run."""
     check(path, generate_input((64,), (128,), (256,), 1, seed=21))
-    workspace = path._workspace
+    queue = torch.cuda.current_stream().cuda_stream
+    workspace = path._workspaces[queue]
     for key in list(path._plans):
         path._release(key)
-    assert path._workspace is workspace
+    assert path._workspaces[queue] is workspace
     needed = 300 * 4096 * 2 + 256 * 2048 * 2  # fp16 A rows of both groups
     check(path, generate_full_range_input((300, 256), (256, 128), (4096, 2048), 2, seed=22), calls=3)
-    assert path._workspace.numel() >= needed
-    assert (path._workspace is workspace) == (workspace.numel() >= needed)
-    assert path._workspace is workspace or any(w is workspace for w in path._retired)
+    assert path._workspaces[queue].numel() >= needed
+    assert (path._workspaces[queue] is workspace) == (workspace.numel() >= needed)
+    assert path._workspaces[queue] is workspace or any(w is workspace for w in path._retired)
 
 
 @pytest.mark.parametrize("calls", [1, 3], ids=["first sight", "graph replay"])
-def test_work_goes_to_the_default_stream_whatever_the_current_one(path, calls):
-    """Under another current stream that is busy, the kernel still runs on the default stream at
-    once: waiting for the default stream alone finds every output written."""
+def test_submission_py_works_on_the_default_queue_whatever_the_current_one(calls):
+    """submission.py's form: under another current stream that is busy, its kernels still run on the
+    default stream at once: waiting for the default stream alone finds every output written."""
+    submission.prepare()  # built and loaded before the side stream's work starts its clock
     data = generate_full_range_input((64, 200), (256, 128), (512, 256), 2, seed=15)
     inputs = poisoned(data)
     for _ in range(calls - 1):  # first sight, then the graph's build
-        path(inputs)
+        submission.custom_kernel(inputs)
     for _, _, c in inputs[0]:
         c.fill_(float("nan"))
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         torch.cuda._sleep(1 << 31)  # about a second of work queued on the side stream
-        out = path(inputs)
+        out = submission.custom_kernel(inputs)
     torch.cuda.default_stream().synchronize()
     assert side.query() is False  # the side stream is still busy: the outputs did not wait for it
     assert_matches_exact(out, data)
@@ -244,5 +258,5 @@ def test_a_bad_input_raises_before_any_launch(path):
     data = generate_input((64,), (128,), (256,), 1, seed=1)
     data[0][0] = (data[0][0][0], data[0][0][1], data[0][0][2].float())
     with pytest.raises(ValueError, match="group 0: c has dtype"):
-        submission.custom_kernel(data)
+        nvfp4.custom_kernel(data)
     torch.cuda.synchronize()  # the context is still healthy

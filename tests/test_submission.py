@@ -1,11 +1,17 @@
-"""submission.py on the device at hand: validation, and exactness on official and full-range data."""
+"""custom_kernel, the package's and submission.py's, on the device at hand: validation, and exactness
+on official and full-range data."""
 import pytest
 import torch
 
+import nvfp4
 import submission
-from numpy_reference import assert_matches_exact, group_product
-from reference import generate_full_range_input, generate_input
 from harness.runners import clone_data
+from numpy_reference import assert_matches_exact, group_product
+from nvfp4.kernel_path import kernel_takes, kernel_unsupported
+from nvfp4.layout import from_leaderboard
+from nvfp4.portable import portable_kernel
+from nvfp4.validate import validate
+from reference import generate_full_range_input, generate_input
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -24,25 +30,30 @@ def poisoned(data):
     return data
 
 
+ENTRIES = pytest.mark.parametrize("entry", [nvfp4.custom_kernel, submission.custom_kernel], ids=["package", "submission.py"])
+
+
+@ENTRIES
 @pytest.mark.parametrize("make", [generate_input, generate_full_range_input])
 @pytest.mark.parametrize("m,n,k", CASES)
-def test_custom_kernel_matches_the_reference_and_writes_every_element(make, m, n, k):
+def test_custom_kernel_matches_the_reference_and_writes_every_element(entry, make, m, n, k):
     data = make(m, n, k, len(m), seed=sum(m) + 17, device=DEVICE)
-    assert_matches_exact(submission.custom_kernel(poisoned(data)), data)
+    assert_matches_exact(entry(poisoned(data)), data)
 
 
-def test_custom_kernel_writes_into_the_given_c_and_returns_it():
+@ENTRIES
+def test_custom_kernel_writes_into_the_given_c_and_returns_it(entry):
     data = generate_input((16,), (128,), (256,), 1, seed=1, device=DEVICE)
     c = data[0][0][2]
-    assert submission.custom_kernel(data)[0] is c
+    assert entry(data)[0] is c
 
 
 def test_portable_path_is_exact_against_float64():
-    data = generate_full_range_input((33,), (256,), (1024,), 1, seed=4, device=DEVICE)
-    (a, b, _), (sfa, sfb) = data[0][0], data[1][0]
+    data = poisoned(generate_full_range_input((33,), (256,), (1024,), 1, seed=4, device=DEVICE))
+    (a, b, c), (sfa, sfb) = data[0][0], data[1][0]
     expected = torch.from_numpy(group_product(a, b, sfa, sfb)).to(torch.float16).float()
-    got = submission.portable_kernel(poisoned(data))[0][:, :, 0].float().cpu()
-    torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
+    portable_kernel(*from_leaderboard(data))
+    torch.testing.assert_close(c[:, :, 0].float().cpu(), expected, rtol=1e-3, atol=1e-3)
 
 
 def broken(data, group, what):
@@ -66,20 +77,21 @@ def broken(data, group, what):
     ("dtype", "c has dtype torch.float32"),
     ("shape", "a has shape"),
     ("size", "K must be a positive multiple of 64"),
-    ("scales", "sfa_reordered has shape"),
+    ("scales", "sfa has shape"),
     ("L", "L must be 1"),
 ])
-def test_bad_input_raises_a_clear_error_naming_the_group(what, message):
+@ENTRIES
+def test_bad_input_raises_a_clear_error_naming_the_group(entry, what, message):
     data = generate_input((64, 64), (128, 128), (256, 256), 2, seed=2, device=DEVICE)
     with pytest.raises(ValueError, match=f"group 1: {message}"):
-        submission.custom_kernel(broken(data, 1, what))
+        entry(broken(data, 1, what))
 
 
 def test_mismatched_group_counts_are_rejected():
     data = generate_input((64, 64), (128, 128), (256, 256), 2, seed=2, device=DEVICE)
     data[3].pop()
     with pytest.raises(ValueError, match="one entry per group"):
-        submission.custom_kernel(data)
+        nvfp4.custom_kernel(data)
 
 
 def layout_variants(data):
@@ -133,24 +145,22 @@ def layout_variants(data):
     return variants
 
 
-def test_the_bulk_input_check_takes_only_what_the_full_checks_take(monkeypatch):
+def test_the_bulk_input_check_takes_only_what_the_full_checks_take():
     """kernel_takes spares a first sight the per-attribute checks; it must never accept an input that
     validate() or kernel_unsupported() refuses, and it must accept the official layout."""
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # CPU tensors: device.index is None
     data = generate_full_range_input((130, 1, 0), (256, 128, 384), (256, 512, 128), 3, seed=5, device="cpu")
     for name, d, must_take in layout_variants(data):
-        abc, _, sfr, sizes = d
-        tensors = submission._flat_tensors(abc, sfr)
+        tensors, sizes = from_leaderboard(d)
         try:
-            submission.validate(d)
-            full = submission.kernel_unsupported(d, 64) is None
+            validate(tensors, sizes, 3)
+            full = kernel_unsupported(tensors, sizes, 64, -1) is None
         except (ValueError, TypeError):
             full = False
-        takes = submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, -1)
+        takes = kernel_takes(tensors, tuple(sizes), [t.data_ptr() for t in tensors], 64, -1, 3)
         assert full == (must_take is not False), name  # the variant is what its name says
         assert full or not takes, name
         assert takes == must_take or must_take is None, name
-        assert not submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, 0), name
+        assert not kernel_takes(tensors, tuple(sizes), [t.data_ptr() for t in tensors], 64, 0, 3), name
 
 
 def test_running_the_file_without_a_gpu_says_so_and_exits_0():
@@ -167,11 +177,9 @@ def test_running_the_file_without_a_gpu_says_so_and_exits_0():
     assert "no CUDA GPU here, nothing to build" in proc.stdout
 
 
-def test_groups_beyond_the_kernels_tile_fields_go_to_the_portable_path(monkeypatch):
+def test_groups_beyond_the_kernels_tile_fields_go_to_the_portable_path():
     """The C++ plan refuses more than 512 row blocks of 128; Python sends such a group elsewhere first."""
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # CPU tensors: device.index is None
     data = generate_input((65600,), (128,), (256,), 1, seed=3, device="cpu")
-    abc, _, sfr, sizes = data
-    tensors = submission._flat_tensors(abc, sfr)
-    assert "M up to 65536" in submission.kernel_unsupported(data, 64)
-    assert not submission.kernel_takes(abc, sfr, tuple(sizes), tensors, [t.data_ptr() for t in tensors], 64, -1)
+    tensors, sizes = from_leaderboard(data)
+    assert "M up to 65536" in kernel_unsupported(tensors, sizes, 64, -1)  # CPU tensors: device index -1
+    assert not kernel_takes(tensors, tuple(sizes), [t.data_ptr() for t in tensors], 64, -1, 3)

@@ -25,6 +25,9 @@ def env(tmp_path):
     return {**os.environ, "HOME": str(tmp_path), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
+SMALL = "template.py"  # where the file does not matter: KernelGuard reads it in a fraction of submission.py's time
+
+
 def submit(env, *args):
     return subprocess.run([sys.executable, "tools/submit.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)
@@ -59,19 +62,19 @@ def test_an_unknown_mode_is_refused(env):
 
 def test_a_missing_registration_says_how_to_register(env):
     os.remove(os.path.join(env["HOME"], ".popcorn.yaml"))
-    proc = submit(env)
+    proc = submit(env, SMALL)
     assert proc.returncode == 1 and "popcorn register discord" in proc.stderr
 
 
 def test_the_older_cli_name_is_found_too(env, tmp_path):
     os.rename(tmp_path / "bin" / "popcorn", tmp_path / "bin" / "popcorn-cli")
-    proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})  # no other popcorn found first
+    proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}, SMALL)  # no other popcorn found first
     assert proc.returncode == 0 and "popcorn-cli submit" in proc.stdout
 
 
 def test_no_cli_says_where_to_get_it(env, tmp_path):
     os.remove(tmp_path / "bin" / "popcorn")
-    proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    proc = submit({**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}, SMALL)
     assert proc.returncode == 1 and "gpu-mode/popcorn-cli/releases" in proc.stderr
 
 
@@ -85,7 +88,7 @@ exit 1
 
 def test_the_closed_leaderboard_is_said_before_sending_and_its_refusal_is_one_line(env, tmp_path):
     (tmp_path / "bin" / "popcorn").write_text(REFUSING_CLI)
-    proc = submit(env)
+    proc = submit(env, SMALL)
     assert proc.returncode == 1
     assert "nvfp4_group_gemm closed on 2026-02-21 07:30" in proc.stdout and "Submitting to the leaderboard" in proc.stdout
     assert "more detail" not in proc.stdout + proc.stderr
@@ -95,7 +98,7 @@ def test_the_closed_leaderboard_is_said_before_sending_and_its_refusal_is_one_li
 
 
 def test_another_leaderboard_and_gpu_can_be_named(env):
-    proc = subprocess.run(["make", "-s", "submit", "LEADERBOARD=grayscale_v2", "GPU=H100", "MODE=benchmark"], cwd=ROOT, env=env,
+    proc = subprocess.run(["make", "-s", "submit", "LEADERBOARD=grayscale_v2", "GPU=H100", "MODE=benchmark", f"SUBMISSION={SMALL}"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "closed" not in proc.stdout

@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-import submission
+from nvfp4.build import EMULATION_ENV
+from nvfp4.kernel_path import TILES_CHOSEN, TILES_PAIR, TILES_SWAPPED, TILES_UNSWAPPED, KernelPath
+from nvfp4.layout import from_leaderboard
+from nvfp4.self_check import self_check_failure, self_checked
 from conftest import ROOT
 from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
 from plan_launches import launches
@@ -234,16 +237,16 @@ def test_pair_mma_with_the_halves_swapped_fails_the_comparison(probes):
 
 
 # ----------------------------------------------------------------------------- the whole sm_100a kernel
-def emulated_path(num_sms: int, overrides: dict | None = None) -> submission.KernelPath:
+def emulated_path(num_sms: int, overrides: dict | None = None) -> KernelPath:
     from nvcc_build import load
 
-    path = submission.KernelPath(load(100, emulate_tcgen05=True, overrides=overrides), torch.device("cuda"))
+    path = KernelPath(load(100, emulate_tcgen05=True, overrides=overrides), torch.device("cuda"))
     assert (path.arch, path.emulated) == (100, True)
     path.num_sms = num_sms
     return path
 
 
-TILE_SHAPES = {"unswapped": submission.TILES_UNSWAPPED, "swapped": submission.TILES_SWAPPED, "pair": submission.TILES_PAIR}
+TILE_SHAPES = {"unswapped": TILES_UNSWAPPED, "swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
 
 @pytest.fixture(scope="module", params=[(ctas, shape) for shape in TILE_SHAPES for ctas in ("single-tile", "persistent")],
@@ -262,15 +265,15 @@ def run_poisoned(path, data, seed: int = LAZY_SEED):
     data = clone_data(data)
     for _, _, c in data[0]:
         c.fill_(float("nan"))
-    out = path(data)
+    path(*from_leaderboard(data), 3)
     torch.cuda.synchronize()
-    return out, data
+    return [c for _, _, c in data[0]], data
 
 
 def check(path, data, seed: int):
     """Poisoned outputs against the exact product under the seed; and the kernel variant is the one the fixture names."""
     for ctas, tiles, persistent, fixed_n8, shape in launches(path, data):
-        units = ctas // (2 if shape == submission.TILES_PAIR else 1)
+        units = ctas // (2 if shape == TILES_PAIR else 1)
         assert persistent == (tiles > units) and (path.num_sms == 2 or not persistent) and fixed_n8 == 0 and shape == path.tiles
     out, data = run_poisoned(path, data, seed)
     assert_matches_exact(out, data)
@@ -312,7 +315,7 @@ BROKEN = {
     "pair: both CTAs load the first half of the A rows": ("a_row = tc.off_m + int(rank) * S::kCtaRowsA", "a_row = tc.off_m"),
     "pair: both CTAs load the first half of the B rows": ("(t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB", "(t.n_block * S::kCtaGroup) * S::kRowsB"),
 }
-BROKEN_SHAPE = {"swapped": submission.TILES_SWAPPED, "pair": submission.TILES_PAIR}
+BROKEN_SHAPE = {"swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
 
 @pytest.mark.parametrize("bug", list(BROKEN))
@@ -320,7 +323,7 @@ def test_a_deliberately_broken_layout_fails(bug):
     from nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN[bug]))
-    path.tiles = BROKEN_SHAPE.get(bug.split(":")[0], submission.TILES_UNSWAPPED)
+    path.tiles = BROKEN_SHAPE.get(bug.split(":")[0], TILES_UNSWAPPED)
     data = generate_input((256, 64), (256, 128), (512, 256), 2, seed=3)
     out, data = run_poisoned(path, data)
     with pytest.raises(AssertionError, match="elements off"):
@@ -349,13 +352,15 @@ PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), prob
 def test_a_planted_synchronization_bug_traps_with_the_detectors_message(bug):
     edits, ctas, (m, n, k), message = PLANTED[bug]
     status, output = in_fresh_process(f"""
-        import torch, submission
+        import torch
+        from nvfp4.kernel_path import KernelPath
+        from nvfp4.layout import from_leaderboard
         from nvcc_build import load, replacing
         from reference import generate_input
-        path = submission.KernelPath(load(100, emulate_tcgen05=True, overrides=replacing(*{edits!r})), torch.device("cuda"))
+        path = KernelPath(load(100, emulate_tcgen05=True, overrides=replacing(*{edits!r})), torch.device("cuda"))
         path.num_sms = {ctas}
         path.configure_emulation({LAZY_SEED})
-        path(generate_input({m}, {n}, {k}, {len(m)}, seed=5))
+        path(*from_leaderboard(generate_input({m}, {n}, {k}, {len(m)}, seed=5)), 3)
         torch.cuda.synchronize()
         print("no trap")
     """)
@@ -366,7 +371,7 @@ def test_a_planted_synchronization_bug_traps_with_the_detectors_message(bug):
 # ----------------------------------------------------------------------------- the first-use self-check
 def test_the_self_check_passes_the_emulated_kernel_silently(capfd):
     path = emulated_path(8)
-    assert submission.self_checked(path, torch.device("cuda")) is path
+    assert self_checked(path, torch.device("cuda")) is path
     assert capfd.readouterr().err == ""
 
 
@@ -374,8 +379,8 @@ def test_the_self_check_runs_each_tile_shape_and_names_the_one_that_fails():
     from nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN["swapped: the staging written untransposed"]))
-    failure = submission.self_check_failure(path, torch.device("cuda"))
-    assert failure is not None and failure.startswith("swapped tiles: ") and path.tiles == submission.TILES_CHOSEN
+    failure = self_check_failure(path, torch.device("cuda"))
+    assert failure is not None and failure.startswith("swapped tiles: ") and path.tiles == TILES_CHOSEN
 
 
 def test_a_planted_wrong_result_falls_back_with_one_warning_and_passes_the_harness(tmp_path):
@@ -388,7 +393,7 @@ def test_a_planted_wrong_result_falls_back_with_one_warning_and_passes_the_harne
     assert text.count(good) == 1
     planted = tmp_path / "submission.py"
     planted.write_text(text.replace(good, bad))
-    env = {**os.environ, submission.EMULATION_ENV: "1"}
+    env = {**os.environ, EMULATION_ENV: "1"}
     proc = subprocess.run([sys.executable, "eval.py", "test", "task.yml", "--submission", str(planted)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,10 +1,12 @@
-"""Compile submission.py's CUDA source for every target architecture and check ptxas' report.
+"""Compile the CUDA source for every target architecture and check ptxas' report.
 
     python tools/check_cuda.py [--arch 90 100] [--no-other-toolkits]
 
 Fails on a compile error, a register spill or a stack frame in any kernel, or when ptxas reports
 that it serialized the wgmma pipeline (its "Potential Performance Loss" notes C7510-C7520: the
-kernel stays correct but each wgmma waits for the previous one). Also compiles the test
+kernel stays correct but each wgmma waits for the previous one). Both forms of the source compile:
+the library's (launching on the queue it is given) in full, submission.py's (the default queue only;
+the same kernels) as host code and PTX. Also compiles the test
 build of the sm_100a kernel with tcgen05 emulated for sm_90a and the emulation's probe kernels
 (they must compile; emulation code may use a stack). Then, with toolkits from the package registry (tools/cuda_toolkits.py): the
 source against the CUDA 12.8 headers (host code and PTX; the 12.8 wheels have no nvcc driver,
@@ -17,14 +19,15 @@ import shutil
 import sys
 
 from cuda_toolkits import Toolkit, fetch
-from nvcc_build import MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library, submission
+from nvcc_build import LEADERBOARD_OVERRIDES, MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library
+from nvfp4.build import BUILD_TARGETS
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")
 
 
 def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
-    target = submission.BUILD_TARGETS[arch]
+    target = BUILD_TARGETS[arch]
     name = f"sm_{target}" + (f" (CUDA {toolkit.version})" if toolkit.version else "")
     try:
         _, log = build(arch, toolkit=toolkit)
@@ -44,12 +47,23 @@ def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
 
 def check_headers_only(arch: int, toolkit: Toolkit) -> list[str]:
     """The source compiled (host code and PTX) against the toolkit's headers, which must be the ones read."""
-    name = f"sm_{submission.BUILD_TARGETS[arch]} against the CUDA {toolkit.version} headers"
+    name = f"sm_{BUILD_TARGETS[arch]} against the CUDA {toolkit.version} headers"
     try:
         foreign = [h for h in included_headers(arch, toolkit) if h.endswith("/cuda_runtime_api.h")]
         if foreign != [str(toolkit.include / "cuda_runtime_api.h")]:
             return [f"{name}: nvcc read {foreign or 'no cuda_runtime_api.h'}, not the CUDA {toolkit.version} one"]
         build(arch, toolkit=toolkit, device_code=False)
+    except RuntimeError as e:
+        return [f"{name}: {e}"]
+    print(f"{name}: host code and PTX compile", flush=True)
+    return []
+
+
+def check_leaderboard_form(arch: int) -> list[str]:
+    """submission.py's form of the source (host/queue_default.cuh in place of host/queue.cuh): host code and PTX."""
+    name = f"sm_{BUILD_TARGETS[arch]}, submission.py's form (the default queue only)"
+    try:
+        build(arch, overrides=LEADERBOARD_OVERRIDES, device_code=False)
     except RuntimeError as e:
         return [f"{name}: {e}"]
     print(f"{name}: host code and PTX compile", flush=True)
@@ -85,12 +99,12 @@ def check_other_toolkits(arches: list[int]) -> list[str]:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--arch", type=int, nargs="+", default=sorted(submission.BUILD_TARGETS))
+    parser.add_argument("--arch", type=int, nargs="+", default=sorted(BUILD_TARGETS))
     parser.add_argument("--no-other-toolkits", action="store_true", help="only the machine's nvcc (no download)")
     args = parser.parse_args()
     if shutil.which("nvcc") is None:
         sys.exit("make check-cuda needs nvcc (CUDA 13.0 or newer, from the CUDA toolkit) on PATH, and there is none")
-    problems = [p for arch in args.arch for p in check(arch)]
+    problems = [p for arch in args.arch for p in check(arch) + check_leaderboard_form(arch)]
     if 100 in args.arch:
         problems += check_emulation_build()
     if not args.no_other_toolkits:

@@ -15,11 +15,14 @@ import sys
 import torch
 
 from gen_wgmma import FIXED_WGMMA_N8
-from nvcc_build import ROOT, load, submission
+from nvcc_build import ROOT, load
 
 sys.path.insert(0, str(ROOT))
-from reference import generate_input  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
+from nvfp4.build import BUILD_TARGETS  # noqa: E402
+from nvfp4.kernel_path import TILE_SHAPE_NAMES, TILES_CHOSEN, create_plan  # noqa: E402
+from nvfp4.layout import from_leaderboard  # noqa: E402
+from reference import generate_input  # noqa: E402
 
 
 def cases() -> list[tuple[str, dict]]:
@@ -39,7 +42,7 @@ def byte_element_maps(lib) -> bool:
 def plan_for(lib, data, num_sms, tiles):
     """(handle, workspace) of a plan that is only inspected, never launched."""
     mode = 2 if byte_element_maps(lib) else 1
-    return submission.create_plan(lib, data, num_sms, mode, ctypes.create_string_buffer(512), tiles=tiles)
+    return create_plan(lib, *from_leaderboard(data), num_sms, mode, ctypes.create_string_buffer(512), tiles=tiles)
 
 
 def tile_shape(lib, shape: int) -> tuple[int, int, int]:
@@ -50,7 +53,7 @@ def tile_shape(lib, shape: int) -> tuple[int, int, int]:
     return tuple(v.value for v in values)
 
 
-def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
+def check_case(lib, data, num_sms, tiles=TILES_CHOSEN) -> list[str]:
     """Problems found in the launch arguments for `data` (empty when all checks pass)."""
     abc, _, sfr, sizes = data
     tile_m, tile_n, k_multiple, tile_shapes = (ctypes.c_int() for _ in range(4))
@@ -68,7 +71,7 @@ def check_case(lib, data, num_sms, tiles=submission.TILES_CHOSEN) -> list[str]:
             shapes.add(shape.value)
             a_rows, b_rows, tile_ctas = tile_shape(lib, shape.value)
             units = grid.value // tile_ctas  # a pair's CTAs run one tile list
-            if tiles != submission.TILES_CHOSEN and tile_shapes.value > 1 and shape.value != tiles:
+            if tiles != TILES_CHOSEN and tile_shapes.value > 1 and shape.value != tiles:
                 problems.append(f"launch {launch}: tile shape {shape.value}, asked for {tiles}")
             if (grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units)):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
@@ -155,16 +158,16 @@ def main():
     failures = tmem_problems(lib)
     if byte_element_maps(lib):
         print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
-    choices = {name: tiles for tiles, name in submission.TILE_SHAPE_NAMES.items()}
+    choices = {name: tiles for tiles, name in TILE_SHAPE_NAMES.items()}
     for spec, case in cases():
         data = generate_input(**case)
-        for label, tiles in (choices.items() if args.arch == 100 else [("", submission.TILES_CHOSEN)]):
+        for label, tiles in (choices.items() if args.arch == 100 else [("", TILES_CHOSEN)]):
             problems = check_case(lib, data, num_sms, tiles)
             print(f"{'ok  ' if not problems else 'FAIL'} {spec} {label}", flush=True)
             failures += problems
     for p in failures:
         print("  " + p)
-    print(f"dry run sm_{submission.BUILD_TARGETS[args.arch]} on {torch.cuda.get_device_name()}: {'pass' if not failures else 'fail'}")
+    print(f"dry run sm_{BUILD_TARGETS[args.arch]} on {torch.cuda.get_device_name()}: {'pass' if not failures else 'fail'}")
     sys.exit(1 if failures else 0)
 
 

@@ -1,9 +1,11 @@
 """Build the CUDA sources under csrc/ into a shared library with plain nvcc (no torch, no GPU needed).
 
 The library's host functions (tile schedule, scale offsets, plan inspection) can be called
-through ctypes on any machine; its kernels need their GPU. It is built from csrc/ itself, so
-compiler messages name the source files; tools/bundle.py --check guarantees that submission.py
-carries the same text. Builds are cached in build/ by a hash of the sources and flags.
+through ctypes on any machine; its kernels need their GPU. It is built from csrc/ itself (the
+library's form, launching on the queue it is given), so compiler messages name the source files;
+LEADERBOARD_OVERRIDES build submission.py's form (the default queue only), whose text
+tools/bundle.py --check keeps in submission.py. Builds are cached in build/ by a hash of the
+sources and flags.
 """
 import ctypes
 import hashlib
@@ -17,8 +19,9 @@ BUILD = ROOT / "build"
 CSRC = ROOT / "csrc"
 sys.path.insert(0, str(ROOT))
 
-import submission  # noqa: E402
 from cuda_toolkits import Toolkit  # noqa: E402
+from nvfp4.build import BUILD_TARGETS, bind_library, nvcc_flags  # noqa: E402
+from nvfp4.cuda_source import LEADERBOARD_SWAPS  # noqa: E402
 
 MACHINE_TOOLKIT = Toolkit("", "nvcc", None)  # the nvcc on PATH, with its own headers
 
@@ -30,6 +33,9 @@ def sources(overrides: dict[str, str] | None = None) -> dict[str, str]:
     if unknown:
         raise ValueError(f"no such files under csrc/: {sorted(unknown)}")
     return {**found, **(overrides or {})}
+
+
+LEADERBOARD_OVERRIDES = {old: (CSRC / new).read_text() for old, new in LEADERBOARD_SWAPS.items()}  # submission.py's form
 
 
 def replacing(*edits: tuple[str, str]) -> dict[str, str]:
@@ -73,9 +79,9 @@ def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, o
     with PTX only (no ptxas), enough to check the host code against the toolkit's API.
     """
     toolkit = toolkit or MACHINE_TOOLKIT
-    target = target or ("90a" if emulate_tcgen05 else submission.BUILD_TARGETS[arch])
+    target = target or ("90a" if emulate_tcgen05 else BUILD_TARGETS[arch])
     tree, source_digest = source_tree(overrides)
-    flags = [*toolkit.flags, *submission.nvcc_flags(arch, target, emulate_tcgen05)]
+    flags = [*toolkit.flags, *nvcc_flags(arch, target, emulate_tcgen05)]
     if not device_code:
         flags = [f.replace(f"code=sm_{target}", f"code=compute_{target}") for f in flags]
     digest = hashlib.sha1((source_digest + " ".join(flags) + toolkit.nvcc).encode()).hexdigest()[:12]
@@ -91,7 +97,7 @@ def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, o
 
 def included_headers(arch: int, toolkit: Toolkit) -> list[str]:
     """The headers nvcc reads for csrc/nvfp4.cu with this toolkit (its -M list)."""
-    flags = [*toolkit.flags, *submission.nvcc_flags(arch, submission.BUILD_TARGETS[arch])]
+    flags = [*toolkit.flags, *nvcc_flags(arch, BUILD_TARGETS[arch])]
     proc = subprocess.run([toolkit.nvcc, "-M", *flags, str(CSRC / "nvfp4.cu")], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"nvcc -M failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
@@ -107,7 +113,7 @@ def _nvcc(nvcc: str, args: list[str], out: Path, what: str) -> str:
 
 
 def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None) -> ctypes.CDLL:
-    return submission.bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, overrides)[0])))
+    return bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, overrides)[0])))
 
 
 def build_probes(probe_source: Path) -> ctypes.CDLL:
@@ -119,7 +125,7 @@ def probe_library(probe_source: Path) -> Path:
     """A library of test kernels (`probe_source`, which includes the csrc/ headers it needs), built
     as the tcgen05 emulation build (NVFP4_ARCH=100 for sm_90a)."""
     _, source_digest = source_tree(None)
-    flags = submission.nvcc_flags(100, "90a", emulate_tcgen05=True)
+    flags = nvcc_flags(100, "90a", emulate_tcgen05=True)
     digest = hashlib.sha1((source_digest + probe_source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
     BUILD.mkdir(exist_ok=True)
     lib = BUILD / f"lib{probe_source.stem}_{digest}.so"

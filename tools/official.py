@@ -13,11 +13,11 @@ task's tests (test) or benchmarks, its `key: value` results written to POPCORN_F
 Two things stand in where the checkout's files cannot run as they are: its reference computes with
 FP4 `torch._scaled_mm`, which needs an sm_100-class GPU, so on any other GPU this project's
 reference.py (the same inputs and check, an exact decode; it needs only what the leaderboard's
-utils.py defines) takes its place; and its eval imports an
-exception type from NVIDIA CUTLASS's Python package, so where that is not installed a stub module
-defines it. Both are said when they happen. The eval needs a CUDA GPU.
+utils.py defines) takes its place; and its eval imports exception types from NVIDIA CUTLASS's
+Python package, so where that is not installed stub modules define them. Both are said when they happen. The eval needs a CUDA GPU.
 """
 import argparse
+import ast
 import os
 import shutil
 import subprocess
@@ -27,10 +27,11 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from harness.floors import geomean  # noqa: E402
 PROBLEM = Path("problems/nvidia/nvfp4_group_gemm")
 SCRATCH = ROOT / "build" / "official"
 COMPILE_SECONDS = 120
-CUTLASS_STUB = "class OpError(Exception):\n    \"\"\"Stands in for cutlass.cute.nvgpu.common.OpError, which the eval only catches.\"\"\"\n"
 
 
 class OfficialError(Exception):
@@ -43,6 +44,24 @@ def spec_lines(cases: list[dict]) -> str:
         return f"[{', '.join(map(str, v))}]" if isinstance(v, list) else str(v)
 
     return "".join("; ".join(f"{key}: {value(v)}" for key, v in case.items()) + "\n" for case in cases)
+
+
+def write_cutlass_stubs(eval_file: Path, stubs: Path) -> list[str]:
+    """Modules under `stubs` for what the eval imports from NVIDIA CUTLASS's Python package: each
+    name it imports (exception types it only catches) as an Exception subclass. The names stubbed."""
+    names = []
+    for node in ast.walk(ast.parse(eval_file.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "cutlass":
+            parts = node.module.split(".")
+            for depth in range(1, len(parts) + 1):
+                folder = stubs.joinpath(*parts[:depth])
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "__init__.py").touch()
+            with open(stubs.joinpath(*parts) / "__init__.py", "a") as f:
+                for alias in node.names:
+                    f.write(f"class {alias.name}(Exception):\n    \"\"\"A stand-in: the eval only catches it.\"\"\"\n\n\n")
+                    names.append(f"{node.module}.{alias.name}")
+    return names
 
 
 def prepare(ref: Path, submission: Path, mode: str, our_reference: bool, stub_cutlass: bool, scratch: Path = SCRATCH) -> Path:
@@ -64,11 +83,7 @@ def prepare(ref: Path, submission: Path, mode: str, our_reference: bool, stub_cu
             raise OfficialError(f"task.yml names {source} for {name}, and there is no {origin}")
         shutil.copyfile(origin, scratch / name)
     if stub_cutlass:
-        package = scratch / "stubs" / "cutlass" / "cute" / "nvgpu"
-        package.mkdir(parents=True)
-        for folder in (package.parent.parent, package.parent, package):
-            (folder / "__init__.py").write_text("")
-        (package / "common.py").write_text(CUTLASS_STUB)
+        write_cutlass_stubs(scratch / "eval.py", scratch / "stubs")
     spec = scratch / f"{mode}.txt"
     spec.write_text(spec_lines(task["tests" if mode == "test" else "benchmarks"]))
     return spec
@@ -91,7 +106,11 @@ def run(scratch: Path, mode: str, spec: Path, stubbed: bool) -> int:
     with open(results, "w") as fd_out:
         proc = subprocess.run([sys.executable, "eval.py", mode, spec.name], cwd=scratch, pass_fds=(fd_out.fileno(),),
                               env={**env, "POPCORN_FD": str(fd_out.fileno())})
-    print(results.read_text(), end="")
+    lines = results.read_text()
+    print(lines, end="")
+    means = [float(line.split(": ", 1)[1]) / 1e3 for line in lines.splitlines() if line.startswith("benchmark.") and ".mean: " in line]
+    if means:
+        print(f"official: means {', '.join(f'{m:.2f}' for m in means)} us; geometric mean {geomean(means):.2f} us")
     print(f"official: eval.py exited {proc.returncode}; results in {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}")
     return proc.returncode
 
@@ -120,7 +139,7 @@ def main() -> int:
         print("official: this GPU has no FP4 torch._scaled_mm (an sm_100-class GPU has), which the leaderboard's reference uses; "
               "this project's reference.py takes its place (the same inputs and check, an exact decode)", flush=True)
     if stub_cutlass:
-        print("official: NVIDIA CUTLASS's Python package is not installed; a stub defines the one exception type the eval imports",
+        print("official: NVIDIA CUTLASS's Python package is not installed; stubs define the exception types the eval imports from it",
               flush=True)
     try:
         spec = prepare(Path(args.ref).expanduser().resolve(), Path(args.submission).resolve(), args.mode, our_reference, stub_cutlass)

@@ -1,4 +1,5 @@
 #pragma once
+#include "queue.cuh"
 #include "schedule.cuh"
 
 namespace nvfp4 {
@@ -108,8 +109,8 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
   return true;
 }
 
-// Every GEMM kernel may use the shared memory it needs: once per device (the attribute is set for
-// the current device), not per plan, as the sm_90a kernels are many.
+// Every GEMM kernel may use the shared memory it needs, and every kernel is loaded: once per device
+// (the attribute is set for the current device), not per plan, as the sm_90a kernels are many.
 bool prepare_kernels(Status& st) {
   static std::mutex mutex;
   static std::vector<char> prepared;  // per device
@@ -123,6 +124,10 @@ bool prepare_kernels(Status& st) {
         if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
+  if (Arch::kPrepass) {
+    cudaFuncAttributes attributes;
+    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
+  }
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
@@ -135,15 +140,15 @@ cudaLaunchAttribute cluster_of(int shape) {
   cluster.val.clusterDim.x = unsigned(Arch::geometry(shape).ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   return cluster;
 }
-// A GEMM launch of `grid` CTAs of the shape on the default queue (the config's zero handle); the
-// cluster attribute, which `cluster` holds, only where a tile takes more than one CTA.
-cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute& cluster) {
+// A GEMM launch of `grid` CTAs of the shape; its attributes in attrs (room for two): the cluster,
+// only where a tile takes more than one CTA.
+cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(Arch::kThreads);
   config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
-  cluster = cluster_of(shape);
-  config.attrs = &cluster;
+  attrs[0] = cluster_of(shape);
+  config.attrs = attrs;
   config.numAttrs = Arch::geometry(shape).ctas > 1 ? 1 : 0;
   return config;
 }
@@ -161,8 +166,8 @@ bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
   std::lock_guard<std::mutex> lock(mutex);
   if (size_t(device) >= found.size()) found.resize(size_t(device) + 1, 0);
   if (!found[size_t(device)]) {
-    cudaLaunchAttribute cluster;
-    const cudaLaunchConfig_t config = gemm_launch(2, kPairShape, cluster);
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t config = gemm_launch(2, kPairShape, attrs);
     int clusters = 0;
     NVFP4_CUDA_TRY(st, cudaOccupancyMaxActiveClusters(&clusters, Arch::kernel(true, 0, kPairShape), &config));
     if (clusters < 1) return st.fail("no CTA pair of the sm_100a kernel fits on this GPU");
@@ -172,18 +177,24 @@ bool pairs_that_fit(int num_sms, int* max_pairs, Status& st) {
   return true;
 }
 
-// A plan's first launch, before it has a graph: plain launches on the default queue (nullptr), so
-// each kernel starts once the previous one has ended. (Its graph's programmatic edges let the GEMM
-// start during the prepass.)
-bool launch_plan(Plan& plan, Status& st) {
+// A plan's launches without its graph (its first call, or a call inside the caller's own graph
+// capture) on the queue, each kernel after the previous one; the GEMM may start during the prepass
+// where the queue allows it (queue.cuh), as the graph's programmatic edges let it.
+bool launch_plan(Plan& plan, Queue queue, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (Arch::kPrepass) {
       void* prepass_argv[] = {&plan.prepasses[i]};
-      NVFP4_CUDA_TRY(st, cudaLaunchKernel(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), prepass_argv, 0, nullptr));
+      cudaLaunchConfig_t prepass{};
+      prepass.gridDim = plan.prepass_grids[i];
+      prepass.blockDim = dim3(Arch::kPrepassThreads);
+      unsigned none = 0;
+      launch_on(prepass, nullptr, &none, queue, false);
+      NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::prepass_kernel(), prepass_argv));
     }
     void* argv[] = {&plan.launches[i]};
-    cudaLaunchAttribute cluster;
-    const cudaLaunchConfig_t config = gemm_launch(unsigned(plan.grids[i]), plan.shapes[i], cluster);
+    cudaLaunchAttribute attrs[2];
+    cudaLaunchConfig_t config = gemm_launch(unsigned(plan.grids[i]), plan.shapes[i], attrs);
+    launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);
     NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), argv));
   }
   return true;
