@@ -300,3 +300,14 @@ def test_a_first_use_inside_a_capture_says_to_prepare_first():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refused: nvfp4 grouped gemm: the sm_" in proc.stdout and "call nvfp4.prepare() (or the op once) before capturing" in proc.stdout
     assert "captured after prepare: exact" in proc.stdout
+
+
+def test_tensors_on_another_device_than_the_current_one_are_an_error_not_a_fallback():
+    """The kernels run on the current device: the check behind the raise above, on any machine."""
+    from nvfp4.kernel_path import kernel_unsupported
+    from nvfp4.layout import from_leaderboard
+
+    tensors, sizes = from_leaderboard(generate_full_range_input((64,), (128,), (256,), 1, seed=18, device="cpu"))
+    assert kernel_unsupported(tensors, sizes, 64, -1) is None  # CPU tensors, "current device" -1: takes them
+    with pytest.raises(ValueError, match="the tensors are on cpu, the current device is cuda:0; make theirs current"):
+        kernel_unsupported(tensors, sizes, 64, 0)
