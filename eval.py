@@ -5,8 +5,8 @@
 
 MODE is test, benchmark, leaderboard, profile or diff. SPEC is a spec file (one case a line)
 or task.yml (its `tests` for test and diff, its `benchmarks` otherwise). compare times two
-submissions on the same inputs, each in its own worker, alternating between them every repeat. With POPCORN_FD
-set, `key: value` result lines go to that file descriptor; readable results always go to
+submissions on the same inputs, each in its own worker, alternating between them every repeat.
+With POPCORN_FD set, `key: value` result lines go to that file descriptor; readable results go to
 stdout and progress to stderr. Benchmarks are timed as the leaderboard times them (its 64 GiB
 flush, or a stand-in where the GPU has less memory, with no synchronize before the start event:
 GPU time), and once more with the host's part counted. --strict times every repeat on fresh
@@ -322,16 +322,14 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
     results, failures = [], FailureLog()
     for i, test in enumerate(tests):
         progress(f"compare {i + 1}/{len(tests)}: {test.spec}")
-        failed = None
         for name, worker, submission in zip("AB", workers, submissions):
             ok, result = _call(worker, "prepare_comparison", submission, test.args, plan.sets, plan.progress, timeout=timeout)
             if not ok or result is not None:
-                failed = f"{name} failed"
+                results.append(f"{name} failed")
                 print(f"compare {i} FAIL  {test.spec}: {name} failed", flush=True)
                 tell_failure(failures, result)
                 break
-        if failed:
-            results.append(failed)
+        if len(results) > i:
             continue
         repeats = [lambda w=w, s=s: w.call("compare_repeat", s, timeout=timeout) for w, s in zip(workers, submissions)]
         try:
