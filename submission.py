@@ -393,8 +393,209 @@ __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
 
 
 
+#line 1 "csrc/experts.cuh"
+
+
+
+
+namespace nvfp4 {
+// ============================================================================ the MoE forms: sizes on the GPU
+// Every expert e multiplies its rows of A by its own B ([N][K/2], expert after expert) into the same
+// rows of C. How many rows each expert has is read on the GPU only, so a CUDA graph replays with
+// whatever counts the tensors hold then. The masked form gives expert e rows e * rows_per_expert ..
+// + masked_m[e] of A and C and scale rows from e * round_up(rows_per_expert, 128); the offset form
+// rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
+//
+// A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
+// per expert its rows, first row, first scale row, A rows per tile and the running count of its
+// tiles; the GEMM's persistent CTAs walk the tile space t = unit, unit + units, ... and find the
+// expert of tile t by a binary search in those counts. An expert without rows has no tiles.
+constexpr int kMaxExperts = 1024;       // one schedule thread each
+constexpr int kABoxClasses = 6;         // sm_90a: A is loaded in boxes of 8 << c rows, the smallest that covers the tile
+
+struct ExpertArgs {
+  const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
+  const int* offsets;     // offset form: [E + 1] first row of each expert, then the total
+  const int* sf_offsets;  // offset form: [E] first scale row of each expert
+  const uint8_t* a;       // packed FP4 rows [total_rows][K/2]
+  const uint8_t* sfa;     // A's scale atoms [sf_rows / 128][K/64][512]
+  const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
+  __half* c;              // [total_rows][N]
+  __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
+  int* table;             // the schedule: 5 arrays of E ints (ExpertTable)
+  int experts, total_rows, rows_per_expert, sf_rows, n, k;
+  int units;              // the GEMM's CTAs (each walks every units-th tile)
+  int max_chunk_rows;     // the most A rows of a tile
+  int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
+};
+
+// The schedule in the workspace, written by schedule_experts, read by the prepass and the GEMM.
+struct ExpertTable {
+  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row;
+  __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
+      : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
+        first_sf_row(a.table + 4 * a.experts) {}
+};
+__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(5) * experts * 4 + 255) / 256 * 256; }
+__host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
+// Bytes of one expert's B scales.
+__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
+
+// Expert e's rows, first row and first scale row, from the counts as given. Counts the layout cannot
+// hold give the expert no rows (its rows of C are not written): a masked count is clamped to
+// [0, rows_per_expert]; an offset expert needs 0 <= offsets[e] <= offsets[e + 1] <= total_rows and
+// its scale rows, from a multiple of 128, inside the sf_rows of sfa.
+__device__ __forceinline__ void expert_rows(const ExpertArgs& a, int e, int& rows, int& first, int& first_sf) {
+  if (a.masked_m) {
+    rows = min(max(a.masked_m[e], 0), a.rows_per_expert);
+    first = e * a.rows_per_expert;
+    first_sf = e * ((a.rows_per_expert + 127) / 128 * 128);
+    return;
+  }
+  first = a.offsets[e], first_sf = a.sf_offsets[e];
+  const int end = a.offsets[e + 1];
+  const bool valid = 0 <= first && first <= end && end <= a.total_rows && first_sf >= 0 && first_sf % 128 == 0 &&
+                     int64_t(first_sf) + (end - first) <= a.sf_rows;
+  rows = valid ? end - first : 0;
+  if (!valid) first = 0, first_sf = 0;
+}
+
+// A rows per tile of an expert of m rows under the bound: its rows cut into equal chunks of at most
+// `bound` rows, a multiple of 8 (the host's choose_chunk_rows, on the device).
+__device__ __forceinline__ int narrow_chunk(int m, int bound) {
+  const int chunks = (m + bound - 1) / bound;
+  return ((m + chunks - 1) / chunks + 7) / 8 * 8;
+}
+
+constexpr int kScheduleThreads = kMaxExperts;
+constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
+
+// One CTA of kScheduleThreads threads, thread e for expert e. With narrow tiles it picks the bound
+// the host schedule would: max_chunk_rows, unless the tiles are fewer than the GEMM's CTAs; then the
+// smallest bound at which they still fit.
+__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+  __shared__ long long counts[kScheduleThreads / 32][kBoundCandidates];
+  __shared__ int warp_tiles[kScheduleThreads / 32];
+  __shared__ int bound_shared;
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32;
+  const int nb = n_blocks_of(a);
+  int rows = 0, first = 0, first_sf = 0;
+  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
+  int bound = a.max_chunk_rows;
+  if (a.narrow) {
+    // counts[w][c]: warp w's tiles under the bound 8 (c + 1); the bound then from their sums.
+#pragma unroll 1
+    for (int c = 0; c < kBoundCandidates; ++c) {
+      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
+#pragma unroll
+      for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
+      if (lane == 0) counts[warp][c] = tiles;
+    }
+    __syncthreads();
+    if (e == 0) {
+      auto total = [&](int b) {
+        long long sum = 0;
+        for (int w = 0; w < kScheduleThreads / 32; ++w) sum += counts[w][b / 8 - 1];
+        return sum;
+      };
+      int b = a.max_chunk_rows;
+      if (total(b) < a.units)
+        while (b > 8 && total(b - 8) <= a.units) b -= 8;
+      bound_shared = b;
+    }
+    __syncthreads();
+    bound = bound_shared;
+  }
+  const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
+  // The running count of tiles: a scan within each warp, then over the warps' totals.
+  int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+#pragma unroll
+  for (int s = 1; s < 32; s *= 2) {
+    const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
+    if (lane >= s) tiles += x;
+  }
+  if (lane == 31) warp_tiles[warp] = tiles;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) tiles += warp_tiles[w];
+  if (e < a.experts) {
+    const ExpertTable t(a);
+    t.tile_end[e] = tiles, t.chunk_rows[e] = chunk, t.rows[e] = rows, t.first_row[e] = first, t.first_sf_row[e] = first_sf;
+  }
+}
+
+// A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
+// the group's first row in them, and which chunk of rows and block of columns it is.
+struct TileJob {
+  GroupArgs g;
+  const CUtensorMap* tmap_a;
+  const CUtensorMap* tmap_b;
+  int a_row0, b_row0;  // the group's first row in tmap_a (and C's rows) and in tmap_b
+  int m_chunk, n_block;
+};
+
+// The list form: the host's schedule, CTA (or pair) `unit` runs tiles [cta_first_tile[unit], ... [unit + 1]).
+struct ListTiles {
+  const LaunchArgs& args;
+  int first, last;
+  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
+  __device__ int begin() const { return first; }
+  __device__ int end() const { return last; }
+  __device__ int step() const { return 1; }
+  __device__ TileJob job(int i) const {
+    const Tile t = unpack_tile(args.tiles[i]);
+    return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
+  }
+};
+
+struct ExpertLaunchArgs {
+  CUtensorMap tmap_a[kABoxClasses];  // A over every row (sm_90a: the prepass's fp16 rows, one map per box; sm_100a: one)
+  CUtensorMap tmap_b;                // B over every expert's rows, [E * N][K/2]
+  ExpertArgs e;
+};
+
+// The MoE forms: unit runs tiles unit, unit + units, ... of the schedule's tile space.
+struct ExpertTiles {
+  const ExpertLaunchArgs& args;
+  ExpertTable table;
+  int unit, units, total;
+  __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
+      : args(a), table(a.e), unit(u), units(n), total(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0) {}
+  __device__ int begin() const { return unit; }
+  __device__ int end() const { return total; }
+  __device__ int step() const { return units; }
+  __device__ TileJob job(int t) const {
+    const ExpertArgs& a = args.e;
+    int lo = 0, hi = a.experts - 1;  // the first expert whose tiles end after t
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (__ldg(table.tile_end + mid) > t) hi = mid;
+      else lo = mid + 1;
+    }
+    const int e = lo, nb = n_blocks_of(a);
+    const int local = t - (e ? __ldg(table.tile_end + e - 1) : 0), chunk = __ldg(table.chunk_rows + e), rows = __ldg(table.rows + e);
+    const int first = __ldg(table.first_row + e), m_chunk = local / nb;
+    const int tile_rows = min(chunk, rows - m_chunk * chunk);
+    int box_class = 0;
+    while ((8 << box_class) < tile_rows && box_class + 1 < kABoxClasses) ++box_class;
+    GroupArgs g;
+    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + e) / 128) * (a.k / 64) * 512;
+    g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
+    g.c = a.c + int64_t(first) * a.n;
+    g.m = rows, g.n = a.n, g.k = a.k;
+    g.m_chunk_rows = chunk;
+    g.a_box_rows = a.narrow ? 8 << box_class : chunk;
+    return TileJob{g, &args.tmap_a[a.narrow ? box_class : 0], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+  }
+};
+
+template <class Args> struct TilesOf;
+template <> struct TilesOf<LaunchArgs> { using type = ListTiles; };
+template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
+}  // namespace nvfp4
+#line 7 "csrc/arch.cuh"
 #if NVFP4_ARCH == 90
 #line 1 "csrc/sm90/kernel.cuh"
+
 
 
 
@@ -427,7 +628,7 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 }  // namespace nvfp4
-#line 6 "csrc/sm90/kernel.cuh"
+#line 7 "csrc/sm90/kernel.cuh"
 #line 1 "csrc/sm90/wgmma.cuh"
 
 
@@ -843,7 +1044,7 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 7 "csrc/sm90/kernel.cuh"
+#line 8 "csrc/sm90/kernel.cuh"
 
 namespace nvfp4 {
 namespace sm90 {
@@ -914,9 +1115,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
 // nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
 // order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
 // consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
-__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
-  allow_dependent_launch();
-  const PrepassGroup& g = args.groups[blockIdx.y];
+__device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
   const int k_blocks = g.k / kBlockK;
   const int64_t chunks = int64_t(g.m) * k_blocks * 8;
   for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
@@ -929,6 +1128,20 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
     for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
+}
+// The list form's prepass: blockIdx.y is the group.
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  allow_dependent_launch();
+  dequantize_rows(args.groups[blockIdx.y]);
+}
+// The MoE forms' prepass: blockIdx.y is the expert, its rows from the schedule (schedule_experts
+// ran before it on the queue).
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
+  allow_dependent_launch();
+  const ExpertTable table(a);
+  const int e = blockIdx.y, first = table.first_row[e];
+  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(table.first_sf_row[e] / 128) * (a.k / 64) * 512,
+                               a.a_half + int64_t(first) * a.k, table.rows[e], a.k});
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -1004,14 +1217,15 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
-__device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+template <class Tiles>
+__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
   uint32_t iter = 0;
-  for (int i = first; i < last; ++i) {
-    const Tile tile = unpack_tile(args.tiles[i]);
-    const GroupArgs& g = args.groups[tile.group];
-    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const GroupArgs& g = job.g;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
     const int k_blocks = g.k / kBlockK;
     const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
@@ -1020,8 +1234,8 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
       const uint32_t full = bars.full(s);
       const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
       mbar_arrive_expect_tx(full, bytes);
-      tma_load_2d(stage + kStageB, &args.tmap_b[tile.group], kb * kBlockK / 2, n0, full, once);
-      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK, m0, full, keep);
+      tma_load_2d(stage + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, full, once);
+      tma_load_2d(stage + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + m0, full, keep);
       bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
     }
   }
@@ -1030,18 +1244,18 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
   for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
 }
 
-template <int kFixedN8>
-__device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+template <int kFixedN8, class Tiles>
+__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
   Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   uint32_t frag[2][4][4];
-  for (int i = first; i < last; ++i) {
-    const Tile tile = unpack_tile(args.tiles[i]);
-    const GroupArgs& g = args.groups[tile.group];
-    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const GroupArgs& g = job.g;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
     const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
     const int k_blocks = g.k / kBlockK;
     int kb = 0;
@@ -1059,12 +1273,13 @@ __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, B
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
 // many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
-template <int kFixedN8>
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kFixedN8, class Args>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
@@ -1075,10 +1290,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   __syncthreads();
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
-    if (threadIdx.x == 0) produce(args, smem, bars, first, last);
+    if (threadIdx.x == 0) produce(tiles, smem, bars);
   } else {
     setmaxnreg_consumer();
-    consume<kFixedN8>(args, smem, bars, first, last);
+    consume<kFixedN8>(tiles, smem, bars);
   }
 }
 
@@ -1092,8 +1307,8 @@ constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
 // The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
 template <int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
-  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0>);
-  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8>)) : nullptr), ...);
+  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0, LaunchArgs>);
+  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8, LaunchArgs>)) : nullptr), ...);
   return kernel;
 }
 }  // namespace sm90
@@ -1109,6 +1324,10 @@ struct Arch {
   static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
+  // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
+  static int expert_shape(int /*most_rows*/) { return 0; }
+  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
+  static const void* expert_prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_expert_rows); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
@@ -1142,7 +1361,7 @@ struct Arch {
   }
 };
 }  // namespace nvfp4
-#line 8 "csrc/arch.cuh"
+#line 9 "csrc/arch.cuh"
 #elif NVFP4_ARCH == 100
 #line 1 "csrc/sm100/kernel.cuh"
 
@@ -1245,6 +1464,7 @@ __device__ __forceinline__ bool elect_one() {
 }  // namespace sm100
 }  // namespace nvfp4
 #line 3 "csrc/sm100/kernel.cuh"
+
 
 #if NVFP4_TCGEN05_EMULATION
 #line 1 "csrc/sm100/tcgen05_emulation.cuh"
@@ -1836,7 +2056,7 @@ inline cudaError_t configure_tcgen05_emulation(uint64_t seed, uint32_t max_delay
   return cudaMemcpyToSymbol(sm100::emu::g_config, &config, sizeof config);
 }
 }  // namespace nvfp4
-#line 6 "csrc/sm100/kernel.cuh"
+#line 7 "csrc/sm100/kernel.cuh"
 #else
 #line 1 "csrc/sm100/tcgen05.cuh"
 
@@ -1920,7 +2140,7 @@ __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t ta
 }
 }  // namespace sm100
 }  // namespace nvfp4
-#line 8 "csrc/sm100/kernel.cuh"
+#line 9 "csrc/sm100/kernel.cuh"
 #endif
 
 namespace nvfp4 {
@@ -1943,19 +2163,20 @@ struct Barriers {
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
 
-// Where tile i lives for this CTA: group, first A row (C row) of the tile, first B row (C column)
-// of this CTA's part, and the tile's A rows.
+// Where a tile lives for this CTA: its group's arguments and tensor maps, the group's first rows in
+// them, the first A row (C row) of the tile, the first B row (C column) of this CTA's part, and
+// the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
-  int group, off_m, off_n, rows;
+  const CUtensorMap *tmap_a, *tmap_b;
+  int a_row0, b_row0, off_m, off_n, rows;
 };
 template <int kShape>
-__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i, uint32_t rank) {
+__device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
-  const Tile t = unpack_tile(args.tiles[i]);
-  const GroupArgs* g = &args.groups[t.group];
-  const int off_m = t.m_chunk * S::kRowsA;
-  return TileCoords{g, t.group, off_m, (t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB, min(S::kRowsA, g->m - off_m)};
+  const int off_m = job.m_chunk * S::kRowsA;
+  return TileCoords{&job.g, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+                    min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
 // matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
@@ -1985,13 +2206,14 @@ struct StageSmem {
 
 // Each CTA loads its own operands onto its own barriers: in a pair its B rows and half of the A
 // rows, and all of the A rows' scales (the MMA reads them from each CTA's TMEM).
-template <int kShape>
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, int first, int last, uint32_t rank) {
+template <int kShape, class Tiles>
+__device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t rank) {
   using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, rank);
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
@@ -1999,8 +2221,8 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
       else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
       const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
-      tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
+      tma_load_3d(st.a, tc.tmap_a, 0, tc.a_row0 + a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.b, tc.tmap_b, 0, tc.b_row0 + tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
       // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
       for (int r = 0; r < atoms; ++r)
         bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
@@ -2015,13 +2237,13 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
 
 // A pair's odd CTA: once each of its stages has landed, arrive on the even CTA's barrier of that
 // stage, whose MMAs read both CTAs' shared memory (its barrier counts both arrivals).
-template <int kShape>
-__device__ __forceinline__ void forward_stages(const LaunchArgs& args, Barriers<kShape> bars, int first, int last) {
+template <int kShape, class Tiles>
+__device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kShape> bars) {
   using S = TileShape<kShape>;
   int stage = 0;
   uint32_t tma_phase = 0;
-  for (int i = first; i < last; ++i)
-    for (int iter_k = 0; iter_k < tile_coords<kShape>(args, i, 1).g->k / kBlockK; ++iter_k) {
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step())
+    for (int iter_k = 0; iter_k < tiles.job(i).g.k / kBlockK; ++iter_k) {
       mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
       mbar_arrive_in(bars.tma(stage), 0);
       stage = (stage + 1) % S::kStages;
@@ -2038,15 +2260,16 @@ __device__ __forceinline__ void commit(uint32_t bar) {
 }
 
 // Issues every MMA of the tile (in a pair: the even CTA, for both).
-template <int kShape, bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last) {
+template <int kShape, bool kPersistent, class Tiles>
+__device__ __forceinline__ void mma_warp(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   constexpr int kGroup = S::kCtaGroup;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, 0);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, 0);
     const int n_pieces = pieces<kShape>(tc);
     mbar_wait_or_trap<S::kIsPair>(bars.epilogue(buffer), epilogue_phase);
     tcgen05_fence_after_sync();
@@ -2118,16 +2341,16 @@ __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_
   }
 }
 
-template <int kShape, bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last,
-                                               uint32_t rank) {
+template <int kShape, bool kPersistent, class Tiles>
+__device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, uint32_t rank) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, rank);
     mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
@@ -2149,8 +2372,9 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* 
 // fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
 // which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
 // plain __syncthreads would not order them. A pair's CTAs (a cluster of 2) run the same tiles.
-template <int kShape, bool kPersistent>
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kShape, bool kPersistent, class Args>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
@@ -2159,8 +2383,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
   const uint32_t rank = S::kIsPair ? cluster_ctarank() : 0;
-  const int unit = blockIdx.x / S::kCtaGroup;
-  const int first = args.cta_first_tile[unit], last = args.cta_first_tile[unit + 1];
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x / S::kCtaGroup, gridDim.x / S::kCtaGroup);
   if (warp == 0 && elect_one()) {
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(bars.tma(s), S::kIsPair && rank == 0 ? 2 : 1);  // the even CTA's: its own loads and the odd CTA's forward
@@ -2181,14 +2404,14 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp<kShape>(args, smem, bars, first, last, rank);
+    if (elect_one()) tma_warp<kShape>(tiles, smem, bars, rank);
   } else if (warp == kMmaWarp) {
     if (elect_one()) {
-      if (rank == 0) mma_warp<kShape, kPersistent>(args, smem, bars, tmem, first, last);
-      else forward_stages<kShape>(args, bars, first, last);
+      if (rank == 0) mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
+      else forward_stages<kShape>(tiles, bars);
     }
   } else {
-    epilogue_warps<kShape, kPersistent>(args, smem, bars, tmem, first, last, rank);
+    epilogue_warps<kShape, kPersistent>(tiles, smem, bars, tmem, rank);
   }
   tcgen05_fence_before_sync();
   if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
@@ -2250,9 +2473,17 @@ struct Arch {
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
   template <int kShape>
   static const void* kernel_of(bool persistent) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true>)
-                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false>);
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true, LaunchArgs>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false, LaunchArgs>);
   }
+  // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
+  // rows, else the unswapped one; the persistent kernel; no prepass.
+  static int expert_shape(int most_rows) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
+  static const void* expert_kernel(int shape) {
+    return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
+                                    : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
+  }
+  static const void* expert_prepass_kernel() { return nullptr; }
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }
@@ -2276,7 +2507,7 @@ struct Arch {
   }
 };
 }  // namespace nvfp4
-#line 10 "csrc/arch.cuh"
+#line 11 "csrc/arch.cuh"
 #endif
 #line 7 "csrc/nvfp4.cu"
 #line 1 "csrc/host/plan.cuh"
@@ -2723,9 +2954,12 @@ bool prepare_kernels(Status& st) {
         if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape)
+    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   if (Arch::kPrepass) {
     cudaFuncAttributes attributes;
     NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
+    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_prepass_kernel()));
   }
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
@@ -2854,6 +3088,230 @@ bool instantiate_plan(Plan& plan, Status& st) {
 }  // namespace host
 }  // namespace nvfp4
 #line 8 "csrc/nvfp4.cu"
+#line 1 "csrc/host/experts.cuh"
+
+#line 1 "csrc/quantize.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+
+
+namespace nvfp4 {
+// ============================================================================ NVFP4 quantization of activations
+// x [batch][rows][K] fp16 or bf16 to packed E2M1 codes [batch][rows][K/2] (two a byte, the lower K
+// in the low nibble) and E4M3 scales, one per 16 elements, in the reordered layout per batch entry
+// ([ceil(rows/128)][K/64][512-byte atom]). Per 16 elements: amax = max |x| in fp32, the scale s =
+// amax / 6 (fp32) rounded to nearest-even E4M3 and saturated at 448, each code the nearest-even
+// E2M1 value of x / s (fp32 division), saturated at 6. nvfp4/quantize.py holds the same recipe in
+// PyTorch; the two agree bit for bit (tests). What special values become (docs/MOE.md): NaN counts
+// as +inf in amax and becomes a zero code; inf saturates its block's scale to 448 and itself to
+// +-6; a block whose scale rounds to 0 gets zero codes; the sign of every code is the sign bit of x.
+struct QuantizeArgs {
+  const void* x;
+  uint8_t* q;
+  uint8_t* sf;
+  const int* masked_m;  // optional [batch]: only rows below masked_m[b] (clamped to [0, rows]) are written
+  int batch, rows, k, bf16;
+};
+constexpr int kQuantizeThreads = 256;
+
+// The nearest-even E2M1 magnitude code of |v| (ties: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2,
+// 3.5 -> 4, 5 -> 4), 6 and above saturated; NaN gives 0.
+__device__ __forceinline__ uint32_t e2m1_magnitude(float v) {
+  const float a = fabsf(v);
+  return uint32_t(a > 0.25f) + uint32_t(a >= 0.75f) + uint32_t(a > 1.25f) + uint32_t(a >= 1.75f) + uint32_t(a > 2.5f) +
+         uint32_t(a >= 3.5f) + uint32_t(a > 5.0f);
+}
+
+template <bool kBf16>
+__device__ __forceinline__ void load_64(const void* x, int64_t element, float (&v)[64]) {
+  const uint4* p = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(x) + element);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint4 w = __ldcs(p + i);  // read once: evict first
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (kBf16) {
+        const __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&words[j]);
+        v[8 * i + 2 * j] = __bfloat162float(h.x), v[8 * i + 2 * j + 1] = __bfloat162float(h.y);
+      } else {
+        const __half2 h = *reinterpret_cast<const __half2*>(&words[j]);
+        v[8 * i + 2 * j] = __half2float(h.x), v[8 * i + 2 * j + 1] = __half2float(h.y);
+      }
+    }
+  }
+}
+
+// One thread per (row, 64-element K block): its 64 codes as 32 bytes, its four scales as one word of
+// their atom (scale columns 4kb .. 4kb + 3 of a row are consecutive bytes). Scale rows past `rows`
+// up to the atom's 128 are written as zeros; rows a mask leaves out are not written.
+template <bool kBf16>
+__global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
+  const int k_blocks = a.k / 64, padded_rows = (a.rows + 127) / 128 * 128;
+  const int64_t items = int64_t(a.batch) * padded_rows * k_blocks;
+  for (int64_t item = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; item < items; item += int64_t(gridDim.x) * blockDim.x) {
+    const int kb = int(item % k_blocks);
+    const int64_t row_of_all = item / k_blocks;
+    const int b = int(row_of_all / padded_rows), r = int(row_of_all % padded_rows);
+    const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
+    if (r >= rows && (a.masked_m || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
+    uint32_t* scale_word = reinterpret_cast<uint32_t*>(a.sf + (int64_t(b) * (padded_rows / 128) * k_blocks * 512) +
+                                                       scale_atom_offset(r / 128, kb, a.k) + scale_byte_in_atom(r, 0));
+    if (r >= a.rows) {
+      *scale_word = 0;
+      continue;
+    }
+    const int64_t row = int64_t(b) * a.rows + r;
+    float v[64];
+    load_64<kBf16>(a.x, row * a.k + kb * 64, v);
+    uint32_t scales = 0, codes[8];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) amax = fmaxf(amax, isnan(v[16 * s + i]) ? INFINITY : fabsf(v[16 * s + i]));
+      const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(__fdiv_rn(amax, 6.0f), __NV_SATFINITE, __NV_E4M3);
+      const float scale = __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3)));
+      scales |= uint32_t(byte) << (8 * s);
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        uint32_t word = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const float x = v[16 * s + 8 * w + i];
+          const uint32_t magnitude = scale > 0.0f ? e2m1_magnitude(__fdiv_rn(x, scale)) : 0u;
+          word |= ((signbit(x) ? 8u : 0u) | magnitude) << (4 * i);
+        }
+        codes[2 * s + w] = word;
+      }
+    }
+    uint4* q = reinterpret_cast<uint4*>(a.q + row * (a.k / 2) + kb * 32);
+    q[0] = uint4{codes[0], codes[1], codes[2], codes[3]};
+    q[1] = uint4{codes[4], codes[5], codes[6], codes[7]};
+    *scale_word = scales;
+  }
+}
+}  // namespace nvfp4
+#line 3 "csrc/host/experts.cuh"
+
+
+namespace nvfp4 {
+namespace host {
+// The MoE forms (experts.cuh) from the host: three launches on the caller's queue, no host sync and
+// no state kept between calls, so a captured call replays with whatever counts the GPU holds then.
+struct ExpertProblem {
+  const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;
+  void* c;
+  int experts, total_rows, rows_per_expert, sf_rows, n, k;
+};
+
+// The most rows an expert can have (the masked form's rows per expert; the offset form's total).
+inline int expert_rows_bound(const ExpertProblem& p) { return p.masked_m ? p.rows_per_expert : p.total_rows; }
+inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
+  return expert_table_bytes(p.experts) + (Arch::kPrepass ? int64_t(p.total_rows) * p.k * 2 : 0);
+}
+
+bool check_experts(const ExpertProblem& p, Status& st) {
+  char detail[160];
+  const bool aligned = (reinterpret_cast<uintptr_t>(p.a) | reinterpret_cast<uintptr_t>(p.b) | reinterpret_cast<uintptr_t>(p.c) |
+                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) % 16 == 0;
+  const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
+  if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
+      !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
+      (!p.masked_m && !(p.offsets && p.sf_offsets))) {
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
+             kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
+    return st.fail("unsupported MoE problem", detail);
+  }
+  return true;
+}
+
+// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM,
+// which on sm_90a may start during the prepass. The GEMM reads the schedule without waiting: the
+// prepass, before which it cannot start, began after the schedule was written.
+bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
+  if (!check_experts(p, st)) return false;
+  if (p.total_rows == 0) return true;
+  EncodeTiledFn encode;
+  if (!prepare_kernels(st) || !encode_fn(&encode, st)) return false;
+  ExpertLaunchArgs args;
+  std::memset(&args, 0, sizeof args);
+  ExpertArgs& e = args.e;
+  e.masked_m = static_cast<const int*>(p.masked_m);
+  e.offsets = static_cast<const int*>(p.offsets);
+  e.sf_offsets = static_cast<const int*>(p.sf_offsets);
+  e.a = static_cast<const uint8_t*>(p.a);
+  e.sfa = static_cast<const uint8_t*>(p.sfa);
+  e.sfb = static_cast<const uint8_t*>(p.sfb);
+  e.c = static_cast<__half*>(p.c);
+  e.table = static_cast<int*>(workspace);
+  e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
+  e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
+  const int shape = Arch::expert_shape(expert_rows_bound(p));
+  e.units = num_sms;
+  e.narrow = Arch::kNarrowTiles;
+  e.max_chunk_rows = Arch::geometry(shape).a_rows;
+  for (int c = 0; c < (Arch::kPrepass ? kABoxClasses : 1); ++c) {
+    const int box = Arch::kPrepass ? 8 << c : Arch::geometry(shape).a_rows;
+    const CUresult r = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[c], e.a_half, p.total_rows, p.k, box)
+                                      : Arch::encode_operand(encode, &args.tmap_a[c], p.a, p.total_rows, p.k, box, false);
+    if (!encoded(r, "A", p.total_rows, p.k, box, st)) return false;
+  }
+  if (!encoded(Arch::encode_operand(encode, &args.tmap_b, p.b, p.experts * p.n, p.k, Arch::kTileN, false), "B", p.experts * p.n, p.k,
+               Arch::kTileN, st))
+    return false;
+
+  cudaLaunchConfig_t schedule{};
+  schedule.gridDim = dim3(1);
+  schedule.blockDim = dim3(kScheduleThreads);
+  unsigned none = 0;
+  launch_on(schedule, nullptr, &none, queue, false);
+  void* expert_argv[] = {&e};
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, reinterpret_cast<const void*>(&schedule_experts), expert_argv));
+  if (Arch::kPrepass) {
+    constexpr int threads = std::max(Arch::kPrepassThreads, 1);
+    // As the list form's: one thread per 16-byte chunk of the most rows an expert can have, at most
+    // ~16 blocks per SM over all experts; blocks past an expert's rows return at once.
+    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
+    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + threads - 1) / threads,
+                                                                      ceil_div(16 * num_sms, p.experts))));
+    cudaLaunchConfig_t prepass{};
+    prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
+    prepass.blockDim = dim3(threads);
+    launch_on(prepass, nullptr, &none, queue, false);
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
+  }
+  cudaLaunchAttribute attrs[2];
+  cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
+  launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);
+  void* argv[] = {&args};
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape), argv));
+  return true;
+}
+
+// Quantization of x [batch][rows][K] (quantize.cuh) on the queue.
+bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st) {
+  if (q.batch < 0 || q.rows < 0 || q.k <= 0 || q.k % 64 ||
+      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16)
+    return st.fail("unsupported quantization", "K must be a positive multiple of 64 and the buffers 16-byte aligned");
+  const int64_t items = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / 64);
+  if (!items) return true;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(std::min<int64_t>((items + kQuantizeThreads - 1) / kQuantizeThreads, int64_t(num_sms) * 16)));
+  config.blockDim = dim3(kQuantizeThreads);
+  unsigned none = 0;
+  launch_on(config, nullptr, &none, queue, false);
+  QuantizeArgs args = q;
+  void* argv[] = {&args};
+  const void* kernel = q.bf16 ? reinterpret_cast<const void*>(&quantize_nvfp4<true>) : reinterpret_cast<const void*>(&quantize_nvfp4<false>);
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
+  return true;
+}
+}  // namespace host
+}  // namespace nvfp4
+#line 9 "csrc/nvfp4.cu"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
@@ -2930,6 +3388,29 @@ void nvfp4_plan_destroy(void* plan) {
   auto* p = static_cast<nvfp4::host::Plan*>(plan);
   if (p && p->graph) cudaGraphExecDestroy(p->graph);
   delete p;
+}
+
+// ---- the MoE forms and quantization (host/experts.cuh)
+// desc: a, b, c, sfa, sfb, masked_m, offsets, sf_offsets (data pointers; masked_m null in the offset
+// form, offsets and sf_offsets null in the masked form), then E, total rows, rows per expert
+// (masked), scale rows of sfa, N, K.
+static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
+  auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
+  return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
+                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13])};
+}
+int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
+// workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
+int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void* queue, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
+}
+// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x.
+int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
+                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7])};
+  return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
 // ---- inspection, for tests and the dry run
@@ -3114,6 +3595,9 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
         "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
         "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),
+        "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
+        "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
+        "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype

@@ -3,6 +3,7 @@
 #include "prelude.cuh"
 #include "launch_params.cuh"
 #include "ptx.cuh"
+#include "experts.cuh"
 #if NVFP4_ARCH == 90
 #include "sm90/kernel.cuh"
 #elif NVFP4_ARCH == 100

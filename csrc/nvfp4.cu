@@ -5,6 +5,7 @@
 #include "ptx.cuh"
 #include "arch.cuh"
 #include "host/plan.cuh"
+#include "host/experts.cuh"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
@@ -81,6 +82,29 @@ void nvfp4_plan_destroy(void* plan) {
   auto* p = static_cast<nvfp4::host::Plan*>(plan);
   if (p && p->graph) cudaGraphExecDestroy(p->graph);
   delete p;
+}
+
+// ---- the MoE forms and quantization (host/experts.cuh)
+// desc: a, b, c, sfa, sfb, masked_m, offsets, sf_offsets (data pointers; masked_m null in the offset
+// form, offsets and sf_offsets null in the masked form), then E, total rows, rows per expert
+// (masked), scale rows of sfa, N, K.
+static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
+  auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
+  return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
+                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13])};
+}
+int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
+// workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
+int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void* queue, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
+}
+// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x.
+int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
+  nvfp4::host::Status st{err, err_len};
+  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
+                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7])};
+  return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
 // ---- inspection, for tests and the dry run

@@ -11,6 +11,22 @@ submission.py is generated from this package (tools/bundle.py).
 from .dispatch import path_in_use, prepare
 from .layout import reordered_from_plain as reorder_scales
 from .leaderboard import custom_kernel
-from .ops import grouped_gemm
+from .moe import offset_layout, offset_scales, sf_rows_capacity
+from .ops import grouped_gemm, grouped_gemm_masked, grouped_gemm_offsets, quantize
+from .quantize import blocked_from_plain, plain_from_blocked
 
-__all__ = ["grouped_gemm", "reorder_scales", "prepare", "path_in_use", "custom_kernel"]
+__all__ = [
+           "blocked_from_plain",
+           "custom_kernel",
+           "grouped_gemm",
+           "grouped_gemm_masked",
+           "grouped_gemm_offsets",
+           "offset_layout",
+           "offset_scales",
+           "path_in_use",
+           "plain_from_blocked",
+           "prepare",
+           "quantize",
+           "reorder_scales",
+           "sf_rows_capacity",
+]

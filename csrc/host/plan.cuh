@@ -124,9 +124,12 @@ bool prepare_kernels(Status& st) {
         if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
+  for (int shape = 0; shape < Arch::kTileShapes; ++shape)
+    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   if (Arch::kPrepass) {
     cudaFuncAttributes attributes;
     NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
+    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_prepass_kernel()));
   }
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;

@@ -1,6 +1,7 @@
 #pragma once
 #include "config.cuh"
 #include "../ptx.cuh"
+#include "../experts.cuh"
 #if NVFP4_TCGEN05_EMULATION
 #include "tcgen05_emulation.cuh"
 #else
@@ -27,19 +28,20 @@ struct Barriers {
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
 
-// Where tile i lives for this CTA: group, first A row (C row) of the tile, first B row (C column)
-// of this CTA's part, and the tile's A rows.
+// Where a tile lives for this CTA: its group's arguments and tensor maps, the group's first rows in
+// them, the first A row (C row) of the tile, the first B row (C column) of this CTA's part, and
+// the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
-  int group, off_m, off_n, rows;
+  const CUtensorMap *tmap_a, *tmap_b;
+  int a_row0, b_row0, off_m, off_n, rows;
 };
 template <int kShape>
-__device__ __forceinline__ TileCoords tile_coords(const LaunchArgs& args, int i, uint32_t rank) {
+__device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
-  const Tile t = unpack_tile(args.tiles[i]);
-  const GroupArgs* g = &args.groups[t.group];
-  const int off_m = t.m_chunk * S::kRowsA;
-  return TileCoords{g, t.group, off_m, (t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB, min(S::kRowsA, g->m - off_m)};
+  const int off_m = job.m_chunk * S::kRowsA;
+  return TileCoords{&job.g, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+                    min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
 // matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
@@ -69,13 +71,14 @@ struct StageSmem {
 
 // Each CTA loads its own operands onto its own barriers: in a pair its B rows and half of the A
 // rows, and all of the A rows' scales (the MMA reads them from each CTA's TMEM).
-template <int kShape>
-__device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, int first, int last, uint32_t rank) {
+template <int kShape, class Tiles>
+__device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t rank) {
   using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, rank);
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
@@ -83,8 +86,8 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
       else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
       const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
-      tma_load_3d(st.a, &args.tmap_a[tc.group], 0, a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
-      tma_load_3d(st.b, &args.tmap_b[tc.group], 0, tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
+      tma_load_3d(st.a, tc.tmap_a, 0, tc.a_row0 + a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
+      tma_load_3d(st.b, tc.tmap_b, 0, tc.b_row0 + tc.off_n, off_k / 256, bars.tma(stage), cache_b, S::kBBytes);
       // The four 64-K atoms of a K block are contiguous: one 2048-byte copy per 128 rows.
       for (int r = 0; r < atoms; ++r)
         bulk_load_cta(st.sfa + r * kSfAtomBytes, tc.g->sfa + scale_atom_offset(tc.off_m / 128 + r, off_k / 64, k), kSfAtomBytes,
@@ -99,13 +102,13 @@ __device__ __forceinline__ void tma_warp(const LaunchArgs& args, uint8_t* smem, 
 
 // A pair's odd CTA: once each of its stages has landed, arrive on the even CTA's barrier of that
 // stage, whose MMAs read both CTAs' shared memory (its barrier counts both arrivals).
-template <int kShape>
-__device__ __forceinline__ void forward_stages(const LaunchArgs& args, Barriers<kShape> bars, int first, int last) {
+template <int kShape, class Tiles>
+__device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kShape> bars) {
   using S = TileShape<kShape>;
   int stage = 0;
   uint32_t tma_phase = 0;
-  for (int i = first; i < last; ++i)
-    for (int iter_k = 0; iter_k < tile_coords<kShape>(args, i, 1).g->k / kBlockK; ++iter_k) {
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step())
+    for (int iter_k = 0; iter_k < tiles.job(i).g.k / kBlockK; ++iter_k) {
       mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
       mbar_arrive_in(bars.tma(stage), 0);
       stage = (stage + 1) % S::kStages;
@@ -122,15 +125,16 @@ __device__ __forceinline__ void commit(uint32_t bar) {
 }
 
 // Issues every MMA of the tile (in a pair: the even CTA, for both).
-template <int kShape, bool kPersistent>
-__device__ __forceinline__ void mma_warp(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last) {
+template <int kShape, bool kPersistent, class Tiles>
+__device__ __forceinline__ void mma_warp(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   constexpr int kGroup = S::kCtaGroup;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, 0);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, 0);
     const int n_pieces = pieces<kShape>(tc);
     mbar_wait_or_trap<S::kIsPair>(bars.epilogue(buffer), epilogue_phase);
     tcgen05_fence_after_sync();
@@ -202,16 +206,16 @@ __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_
   }
 }
 
-template <int kShape, bool kPersistent>
-__device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, int first, int last,
-                                               uint32_t rank) {
+template <int kShape, bool kPersistent, class Tiles>
+__device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem, Barriers<kShape> bars, uint32_t tmem, uint32_t rank) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
-  for (int i = first; i < last; ++i) {
-    const TileCoords tc = tile_coords<kShape>(args, i, rank);
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const TileCoords tc = tile_coords<kShape>(job, rank);
     mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
@@ -233,8 +237,9 @@ __device__ __forceinline__ void epilogue_warps(const LaunchArgs& args, uint8_t* 
 // fits, for more tiles than SMs) or single-tile (one buffer). All wait on the mainloop barrier,
 // which tcgen05.commit arrives on once the MMAs are complete, before the epilogue reads TMEM: a
 // plain __syncthreads would not order them. A pair's CTAs (a cluster of 2) run the same tiles.
-template <int kShape, bool kPersistent>
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kShape, bool kPersistent, class Args>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
   using S = TileShape<kShape>;
   using Tmem = TmemPlan<kShape, kPersistent>;
   extern __shared__ uint8_t smem_raw[];
@@ -243,8 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   const uint32_t tmem_slot = smem_u32(smem + S::kSmemTmemSlot);
   const int warp = threadIdx.x / 32;
   const uint32_t rank = S::kIsPair ? cluster_ctarank() : 0;
-  const int unit = blockIdx.x / S::kCtaGroup;
-  const int first = args.cta_first_tile[unit], last = args.cta_first_tile[unit + 1];
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x / S::kCtaGroup, gridDim.x / S::kCtaGroup);
   if (warp == 0 && elect_one()) {
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(bars.tma(s), S::kIsPair && rank == 0 ? 2 : 1);  // the even CTA's: its own loads and the odd CTA's forward
@@ -265,14 +269,14 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
   if (warp == kTmaWarp) {
-    if (elect_one()) tma_warp<kShape>(args, smem, bars, first, last, rank);
+    if (elect_one()) tma_warp<kShape>(tiles, smem, bars, rank);
   } else if (warp == kMmaWarp) {
     if (elect_one()) {
-      if (rank == 0) mma_warp<kShape, kPersistent>(args, smem, bars, tmem, first, last);
-      else forward_stages<kShape>(args, bars, first, last);
+      if (rank == 0) mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
+      else forward_stages<kShape>(tiles, bars);
     }
   } else {
-    epilogue_warps<kShape, kPersistent>(args, smem, bars, tmem, first, last, rank);
+    epilogue_warps<kShape, kPersistent>(tiles, smem, bars, tmem, rank);
   }
   tcgen05_fence_before_sync();
   if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
@@ -334,9 +338,17 @@ struct Arch {
   static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
   template <int kShape>
   static const void* kernel_of(bool persistent) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true>)
-                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false>);
+    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true, LaunchArgs>)
+                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false, LaunchArgs>);
   }
+  // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
+  // rows, else the unswapped one; the persistent kernel; no prepass.
+  static int expert_shape(int most_rows) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
+  static const void* expert_kernel(int shape) {
+    return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
+                                    : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
+  }
+  static const void* expert_prepass_kernel() { return nullptr; }
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }

@@ -1,6 +1,7 @@
 #pragma once
 #include "../prelude.cuh"
 #include "../launch_params.cuh"
+#include "../experts.cuh"
 #include "../ptx.cuh"
 #include "decode.cuh"
 #include "wgmma.cuh"
@@ -74,9 +75,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
 // nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
 // order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
 // consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
-__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
-  allow_dependent_launch();
-  const PrepassGroup& g = args.groups[blockIdx.y];
+__device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
   const int k_blocks = g.k / kBlockK;
   const int64_t chunks = int64_t(g.m) * k_blocks * 8;
   for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
@@ -89,6 +88,20 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
     for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
+}
+// The list form's prepass: blockIdx.y is the group.
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  allow_dependent_launch();
+  dequantize_rows(args.groups[blockIdx.y]);
+}
+// The MoE forms' prepass: blockIdx.y is the expert, its rows from the schedule (schedule_experts
+// ran before it on the queue).
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
+  allow_dependent_launch();
+  const ExpertTable table(a);
+  const int e = blockIdx.y, first = table.first_row[e];
+  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(table.first_sf_row[e] / 128) * (a.k / 64) * 512,
+                               a.a_half + int64_t(first) * a.k, table.rows[e], a.k});
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -164,14 +177,15 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
-__device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+template <class Tiles>
+__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
   uint32_t iter = 0;
-  for (int i = first; i < last; ++i) {
-    const Tile tile = unpack_tile(args.tiles[i]);
-    const GroupArgs& g = args.groups[tile.group];
-    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const GroupArgs& g = job.g;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
     const int k_blocks = g.k / kBlockK;
     const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
@@ -180,8 +194,8 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
       const uint32_t full = bars.full(s);
       const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
       mbar_arrive_expect_tx(full, bytes);
-      tma_load_2d(stage + kStageB, &args.tmap_b[tile.group], kb * kBlockK / 2, n0, full, once);
-      tma_load_2d(stage + kStageA, &args.tmap_a[tile.group], kb * kBlockK, m0, full, keep);
+      tma_load_2d(stage + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, full, once);
+      tma_load_2d(stage + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + m0, full, keep);
       bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
     }
   }
@@ -190,18 +204,18 @@ __device__ __forceinline__ void produce(const LaunchArgs& args, uint8_t* smem, B
   for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
 }
 
-template <int kFixedN8>
-__device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, Barriers bars, int first, int last) {
+template <int kFixedN8, class Tiles>
+__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
   Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   uint32_t frag[2][4][4];
-  for (int i = first; i < last; ++i) {
-    const Tile tile = unpack_tile(args.tiles[i]);
-    const GroupArgs& g = args.groups[tile.group];
-    const int m0 = tile.m_chunk * g.m_chunk_rows, n0 = tile.n_block * kTileN;
+  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+    const TileJob job = tiles.job(i);
+    const GroupArgs& g = job.g;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
     const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
     const int k_blocks = g.k / kBlockK;
     int kb = 0;
@@ -219,12 +233,13 @@ __device__ __forceinline__ void consume(const LaunchArgs& args, uint8_t* smem, B
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
 // many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
-template <int kFixedN8>
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ LaunchArgs args) {
+// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kFixedN8, class Args>
+__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const int first = args.cta_first_tile[blockIdx.x], last = args.cta_first_tile[blockIdx.x + 1];
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
@@ -235,10 +250,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   __syncthreads();
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
-    if (threadIdx.x == 0) produce(args, smem, bars, first, last);
+    if (threadIdx.x == 0) produce(tiles, smem, bars);
   } else {
     setmaxnreg_consumer();
-    consume<kFixedN8>(args, smem, bars, first, last);
+    consume<kFixedN8>(tiles, smem, bars);
   }
 }
 
@@ -252,8 +267,8 @@ constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
 // The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
 template <int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
-  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0>);
-  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8>)) : nullptr), ...);
+  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0, LaunchArgs>);
+  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8, LaunchArgs>)) : nullptr), ...);
   return kernel;
 }
 }  // namespace sm90
@@ -269,6 +284,10 @@ struct Arch {
   static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
   static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
+  // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
+  static int expert_shape(int /*most_rows*/) { return 0; }
+  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
+  static const void* expert_prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_expert_rows); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.

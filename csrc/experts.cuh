@@ -1,0 +1,198 @@
+#pragma once
+#include "prelude.cuh"
+#include "launch_params.cuh"
+
+namespace nvfp4 {
+// ============================================================================ the MoE forms: sizes on the GPU
+// Every expert e multiplies its rows of A by its own B ([N][K/2], expert after expert) into the same
+// rows of C. How many rows each expert has is read on the GPU only, so a CUDA graph replays with
+// whatever counts the tensors hold then. The masked form gives expert e rows e * rows_per_expert ..
+// + masked_m[e] of A and C and scale rows from e * round_up(rows_per_expert, 128); the offset form
+// rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
+//
+// A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
+// per expert its rows, first row, first scale row, A rows per tile and the running count of its
+// tiles; the GEMM's persistent CTAs walk the tile space t = unit, unit + units, ... and find the
+// expert of tile t by a binary search in those counts. An expert without rows has no tiles.
+constexpr int kMaxExperts = 1024;       // one schedule thread each
+constexpr int kABoxClasses = 6;         // sm_90a: A is loaded in boxes of 8 << c rows, the smallest that covers the tile
+
+struct ExpertArgs {
+  const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
+  const int* offsets;     // offset form: [E + 1] first row of each expert, then the total
+  const int* sf_offsets;  // offset form: [E] first scale row of each expert
+  const uint8_t* a;       // packed FP4 rows [total_rows][K/2]
+  const uint8_t* sfa;     // A's scale atoms [sf_rows / 128][K/64][512]
+  const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
+  __half* c;              // [total_rows][N]
+  __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
+  int* table;             // the schedule: 5 arrays of E ints (ExpertTable)
+  int experts, total_rows, rows_per_expert, sf_rows, n, k;
+  int units;              // the GEMM's CTAs (each walks every units-th tile)
+  int max_chunk_rows;     // the most A rows of a tile
+  int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
+};
+
+// The schedule in the workspace, written by schedule_experts, read by the prepass and the GEMM.
+struct ExpertTable {
+  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row;
+  __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
+      : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
+        first_sf_row(a.table + 4 * a.experts) {}
+};
+__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(5) * experts * 4 + 255) / 256 * 256; }
+__host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
+// Bytes of one expert's B scales.
+__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
+
+// Expert e's rows, first row and first scale row, from the counts as given. Counts the layout cannot
+// hold give the expert no rows (its rows of C are not written): a masked count is clamped to
+// [0, rows_per_expert]; an offset expert needs 0 <= offsets[e] <= offsets[e + 1] <= total_rows and
+// its scale rows, from a multiple of 128, inside the sf_rows of sfa.
+__device__ __forceinline__ void expert_rows(const ExpertArgs& a, int e, int& rows, int& first, int& first_sf) {
+  if (a.masked_m) {
+    rows = min(max(a.masked_m[e], 0), a.rows_per_expert);
+    first = e * a.rows_per_expert;
+    first_sf = e * ((a.rows_per_expert + 127) / 128 * 128);
+    return;
+  }
+  first = a.offsets[e], first_sf = a.sf_offsets[e];
+  const int end = a.offsets[e + 1];
+  const bool valid = 0 <= first && first <= end && end <= a.total_rows && first_sf >= 0 && first_sf % 128 == 0 &&
+                     int64_t(first_sf) + (end - first) <= a.sf_rows;
+  rows = valid ? end - first : 0;
+  if (!valid) first = 0, first_sf = 0;
+}
+
+// A rows per tile of an expert of m rows under the bound: its rows cut into equal chunks of at most
+// `bound` rows, a multiple of 8 (the host's choose_chunk_rows, on the device).
+__device__ __forceinline__ int narrow_chunk(int m, int bound) {
+  const int chunks = (m + bound - 1) / bound;
+  return ((m + chunks - 1) / chunks + 7) / 8 * 8;
+}
+
+constexpr int kScheduleThreads = kMaxExperts;
+constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
+
+// One CTA of kScheduleThreads threads, thread e for expert e. With narrow tiles it picks the bound
+// the host schedule would: max_chunk_rows, unless the tiles are fewer than the GEMM's CTAs; then the
+// smallest bound at which they still fit.
+__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+  __shared__ long long counts[kScheduleThreads / 32][kBoundCandidates];
+  __shared__ int warp_tiles[kScheduleThreads / 32];
+  __shared__ int bound_shared;
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32;
+  const int nb = n_blocks_of(a);
+  int rows = 0, first = 0, first_sf = 0;
+  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
+  int bound = a.max_chunk_rows;
+  if (a.narrow) {
+    // counts[w][c]: warp w's tiles under the bound 8 (c + 1); the bound then from their sums.
+#pragma unroll 1
+    for (int c = 0; c < kBoundCandidates; ++c) {
+      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
+#pragma unroll
+      for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
+      if (lane == 0) counts[warp][c] = tiles;
+    }
+    __syncthreads();
+    if (e == 0) {
+      auto total = [&](int b) {
+        long long sum = 0;
+        for (int w = 0; w < kScheduleThreads / 32; ++w) sum += counts[w][b / 8 - 1];
+        return sum;
+      };
+      int b = a.max_chunk_rows;
+      if (total(b) < a.units)
+        while (b > 8 && total(b - 8) <= a.units) b -= 8;
+      bound_shared = b;
+    }
+    __syncthreads();
+    bound = bound_shared;
+  }
+  const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
+  // The running count of tiles: a scan within each warp, then over the warps' totals.
+  int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+#pragma unroll
+  for (int s = 1; s < 32; s *= 2) {
+    const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
+    if (lane >= s) tiles += x;
+  }
+  if (lane == 31) warp_tiles[warp] = tiles;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) tiles += warp_tiles[w];
+  if (e < a.experts) {
+    const ExpertTable t(a);
+    t.tile_end[e] = tiles, t.chunk_rows[e] = chunk, t.rows[e] = rows, t.first_row[e] = first, t.first_sf_row[e] = first_sf;
+  }
+}
+
+// A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
+// the group's first row in them, and which chunk of rows and block of columns it is.
+struct TileJob {
+  GroupArgs g;
+  const CUtensorMap* tmap_a;
+  const CUtensorMap* tmap_b;
+  int a_row0, b_row0;  // the group's first row in tmap_a (and C's rows) and in tmap_b
+  int m_chunk, n_block;
+};
+
+// The list form: the host's schedule, CTA (or pair) `unit` runs tiles [cta_first_tile[unit], ... [unit + 1]).
+struct ListTiles {
+  const LaunchArgs& args;
+  int first, last;
+  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
+  __device__ int begin() const { return first; }
+  __device__ int end() const { return last; }
+  __device__ int step() const { return 1; }
+  __device__ TileJob job(int i) const {
+    const Tile t = unpack_tile(args.tiles[i]);
+    return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
+  }
+};
+
+struct ExpertLaunchArgs {
+  CUtensorMap tmap_a[kABoxClasses];  // A over every row (sm_90a: the prepass's fp16 rows, one map per box; sm_100a: one)
+  CUtensorMap tmap_b;                // B over every expert's rows, [E * N][K/2]
+  ExpertArgs e;
+};
+
+// The MoE forms: unit runs tiles unit, unit + units, ... of the schedule's tile space.
+struct ExpertTiles {
+  const ExpertLaunchArgs& args;
+  ExpertTable table;
+  int unit, units, total;
+  __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
+      : args(a), table(a.e), unit(u), units(n), total(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0) {}
+  __device__ int begin() const { return unit; }
+  __device__ int end() const { return total; }
+  __device__ int step() const { return units; }
+  __device__ TileJob job(int t) const {
+    const ExpertArgs& a = args.e;
+    int lo = 0, hi = a.experts - 1;  // the first expert whose tiles end after t
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (__ldg(table.tile_end + mid) > t) hi = mid;
+      else lo = mid + 1;
+    }
+    const int e = lo, nb = n_blocks_of(a);
+    const int local = t - (e ? __ldg(table.tile_end + e - 1) : 0), chunk = __ldg(table.chunk_rows + e), rows = __ldg(table.rows + e);
+    const int first = __ldg(table.first_row + e), m_chunk = local / nb;
+    const int tile_rows = min(chunk, rows - m_chunk * chunk);
+    int box_class = 0;
+    while ((8 << box_class) < tile_rows && box_class + 1 < kABoxClasses) ++box_class;
+    GroupArgs g;
+    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + e) / 128) * (a.k / 64) * 512;
+    g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
+    g.c = a.c + int64_t(first) * a.n;
+    g.m = rows, g.n = a.n, g.k = a.k;
+    g.m_chunk_rows = chunk;
+    g.a_box_rows = a.narrow ? 8 << box_class : chunk;
+    return TileJob{g, &args.tmap_a[a.narrow ? box_class : 0], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+  }
+};
+
+template <class Args> struct TilesOf;
+template <> struct TilesOf<LaunchArgs> { using type = ListTiles; };
+template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
+}  // namespace nvfp4

@@ -1,0 +1,118 @@
+#pragma once
+#include "../quantize.cuh"
+#include "plan.cuh"
+
+namespace nvfp4 {
+namespace host {
+// The MoE forms (experts.cuh) from the host: three launches on the caller's queue, no host sync and
+// no state kept between calls, so a captured call replays with whatever counts the GPU holds then.
+struct ExpertProblem {
+  const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;
+  void* c;
+  int experts, total_rows, rows_per_expert, sf_rows, n, k;
+};
+
+// The most rows an expert can have (the masked form's rows per expert; the offset form's total).
+inline int expert_rows_bound(const ExpertProblem& p) { return p.masked_m ? p.rows_per_expert : p.total_rows; }
+inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
+  return expert_table_bytes(p.experts) + (Arch::kPrepass ? int64_t(p.total_rows) * p.k * 2 : 0);
+}
+
+bool check_experts(const ExpertProblem& p, Status& st) {
+  char detail[160];
+  const bool aligned = (reinterpret_cast<uintptr_t>(p.a) | reinterpret_cast<uintptr_t>(p.b) | reinterpret_cast<uintptr_t>(p.c) |
+                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) % 16 == 0;
+  const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
+  if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
+      !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
+      (!p.masked_m && !(p.offsets && p.sf_offsets))) {
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
+             kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
+    return st.fail("unsupported MoE problem", detail);
+  }
+  return true;
+}
+
+// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM,
+// which on sm_90a may start during the prepass. The GEMM reads the schedule without waiting: the
+// prepass, before which it cannot start, began after the schedule was written.
+bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
+  if (!check_experts(p, st)) return false;
+  if (p.total_rows == 0) return true;
+  EncodeTiledFn encode;
+  if (!prepare_kernels(st) || !encode_fn(&encode, st)) return false;
+  ExpertLaunchArgs args;
+  std::memset(&args, 0, sizeof args);
+  ExpertArgs& e = args.e;
+  e.masked_m = static_cast<const int*>(p.masked_m);
+  e.offsets = static_cast<const int*>(p.offsets);
+  e.sf_offsets = static_cast<const int*>(p.sf_offsets);
+  e.a = static_cast<const uint8_t*>(p.a);
+  e.sfa = static_cast<const uint8_t*>(p.sfa);
+  e.sfb = static_cast<const uint8_t*>(p.sfb);
+  e.c = static_cast<__half*>(p.c);
+  e.table = static_cast<int*>(workspace);
+  e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
+  e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
+  const int shape = Arch::expert_shape(expert_rows_bound(p));
+  e.units = num_sms;
+  e.narrow = Arch::kNarrowTiles;
+  e.max_chunk_rows = Arch::geometry(shape).a_rows;
+  for (int c = 0; c < (Arch::kPrepass ? kABoxClasses : 1); ++c) {
+    const int box = Arch::kPrepass ? 8 << c : Arch::geometry(shape).a_rows;
+    const CUresult r = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[c], e.a_half, p.total_rows, p.k, box)
+                                      : Arch::encode_operand(encode, &args.tmap_a[c], p.a, p.total_rows, p.k, box, false);
+    if (!encoded(r, "A", p.total_rows, p.k, box, st)) return false;
+  }
+  if (!encoded(Arch::encode_operand(encode, &args.tmap_b, p.b, p.experts * p.n, p.k, Arch::kTileN, false), "B", p.experts * p.n, p.k,
+               Arch::kTileN, st))
+    return false;
+
+  cudaLaunchConfig_t schedule{};
+  schedule.gridDim = dim3(1);
+  schedule.blockDim = dim3(kScheduleThreads);
+  unsigned none = 0;
+  launch_on(schedule, nullptr, &none, queue, false);
+  void* expert_argv[] = {&e};
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, reinterpret_cast<const void*>(&schedule_experts), expert_argv));
+  if (Arch::kPrepass) {
+    constexpr int threads = std::max(Arch::kPrepassThreads, 1);
+    // As the list form's: one thread per 16-byte chunk of the most rows an expert can have, at most
+    // ~16 blocks per SM over all experts; blocks past an expert's rows return at once.
+    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
+    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + threads - 1) / threads,
+                                                                      ceil_div(16 * num_sms, p.experts))));
+    cudaLaunchConfig_t prepass{};
+    prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
+    prepass.blockDim = dim3(threads);
+    launch_on(prepass, nullptr, &none, queue, false);
+    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
+  }
+  cudaLaunchAttribute attrs[2];
+  cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
+  launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);
+  void* argv[] = {&args};
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape), argv));
+  return true;
+}
+
+// Quantization of x [batch][rows][K] (quantize.cuh) on the queue.
+bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st) {
+  if (q.batch < 0 || q.rows < 0 || q.k <= 0 || q.k % 64 ||
+      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16)
+    return st.fail("unsupported quantization", "K must be a positive multiple of 64 and the buffers 16-byte aligned");
+  const int64_t items = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / 64);
+  if (!items) return true;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(std::min<int64_t>((items + kQuantizeThreads - 1) / kQuantizeThreads, int64_t(num_sms) * 16)));
+  config.blockDim = dim3(kQuantizeThreads);
+  unsigned none = 0;
+  launch_on(config, nullptr, &none, queue, false);
+  QuantizeArgs args = q;
+  void* argv[] = {&args};
+  const void* kernel = q.bf16 ? reinterpret_cast<const void*>(&quantize_nvfp4<true>) : reinterpret_cast<const void*>(&quantize_nvfp4<false>);
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
+  return true;
+}
+}  // namespace host
+}  // namespace nvfp4

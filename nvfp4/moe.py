@@ -1,0 +1,200 @@
+"""The Mixture-of-Experts forms of the grouped GEMM, whose row counts live on the GPU (docs/MOE.md).
+
+    out = nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m)                      # a [E, max_m, K/2]
+    out = nvfp4.grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets)  # a [total_m, K/2]
+
+Expert e multiplies its rows of A by b[e] ([N, K/2] FP4) into the same rows of out (fp16). The
+counts (masked_m, or the offsets) are read on the GPU only: nothing waits for the GPU, and a CUDA
+graph captured once replays with whatever counts the tensors hold then. Rows no expert owns (in the
+masked form, rows at or past masked_m[e]) are not written. Scales are in the blocked form,
+[..., ceil(rows/128), K/64, 32, 4, 4] E4M3, the memory of the reordered layout.
+"""
+import ctypes
+import warnings
+
+import torch
+
+from .dispatch import _paths, select_path
+from .kernel_path import KernelPath
+from .launch_queue import current_queue
+from .portable import dequantize
+from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocked
+
+FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
+SCALE = (torch.float8_e4m3fn, torch.uint8)
+
+
+def kernel_for(device: torch.device) -> KernelPath | None:
+    """The device's CUDA kernel where it computes there (a GPU with a kernel that is trusted), else None."""
+    path = _paths.get(device) or select_path(device)
+    return path if isinstance(path, KernelPath) else None
+
+
+def _check(name: str, t, dtypes, shape, device=None) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} is not a tensor but {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ValueError(f"{name} has dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    if device is not None and t.device != device:
+        raise ValueError(f"{name} is on {t.device}, a on {device}")
+
+
+def _check_experts(what: str, a, b, sfb):
+    if not isinstance(b, torch.Tensor) or b.dim() != 3:
+        raise ValueError(f"nvfp4.{what}: b must be [E, N, K/2], got {tuple(getattr(b, 'shape', ()))}")
+    experts, n, half_k = b.shape
+    k = 2 * half_k
+    if not experts or not n or k % 64:
+        raise ValueError(f"nvfp4.{what}: E={experts} and N={n} must be positive and K={k} a positive multiple of 64")
+    _check(f"nvfp4.{what}: b", b, FP4, (experts, n, half_k), a.device)
+    _check(f"nvfp4.{what}: sfb", sfb, SCALE, (experts, *blocked_scale_shape(n, k)), a.device)
+    return experts, n, k
+
+
+def masked_problem(a, sfa, b, sfb, masked_m, out=None) -> tuple[int, int, int, int]:
+    """(E, max_m, N, K) of a masked call; ValueError naming what is wrong."""
+    if not isinstance(a, torch.Tensor) or a.dim() != 3:
+        raise ValueError(f"nvfp4.grouped_gemm_masked: a must be [E, max_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
+    experts, n, k = _check_experts("grouped_gemm_masked", a, b, sfb)
+    max_m = a.shape[1]
+    _check("nvfp4.grouped_gemm_masked: a", a, FP4, (experts, max_m, k // 2))
+    _check("nvfp4.grouped_gemm_masked: sfa", sfa, SCALE, (experts, *blocked_scale_shape(max_m, k)), a.device)
+    _check("nvfp4.grouped_gemm_masked: masked_m", masked_m, (torch.int32,), (experts,), a.device)
+    if out is not None:
+        _check("nvfp4.grouped_gemm_masked: out", out, (torch.float16,), (experts, max_m, n), a.device)
+    return experts, max_m, n, k
+
+
+def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None) -> tuple[int, int, int, int, int]:
+    """(E, total_m, scale rows of sfa, N, K) of an offset call; ValueError naming what is wrong."""
+    if not isinstance(a, torch.Tensor) or a.dim() != 2:
+        raise ValueError(f"nvfp4.grouped_gemm_offsets: a must be [total_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
+    experts, n, k = _check_experts("grouped_gemm_offsets", a, b, sfb)
+    total = a.shape[0]
+    _check("nvfp4.grouped_gemm_offsets: a", a, FP4, (total, k // 2))
+    if not isinstance(sfa, torch.Tensor) or sfa.dim() != 5:
+        raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa must be [sf_rows/128, K/64, 32, 4, 4], got {tuple(getattr(sfa, 'shape', ()))}")
+    _check("nvfp4.grouped_gemm_offsets: sfa", sfa, SCALE, (sfa.shape[0], k // 64, 32, 4, 4), a.device)
+    _check("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
+    _check("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
+    if out is not None:
+        _check("nvfp4.grouped_gemm_offsets: out", out, (torch.float16,), (total, n), a.device)
+    return experts, total, sfa.shape[0] * 128, n, k
+
+
+def offset_layout(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(expert_offsets [E + 1], sf_offsets [E]) int32 for experts of counts[e] rows placed one after
+    another: A and out rows offsets[e] .. offsets[e + 1], scale rows from sf_offsets[e], each
+    expert's scale rows padded to 128. Computed where counts are, without a host sync."""
+    counts = counts.to(torch.int32).clamp(min=0)
+    zero = counts.new_zeros(1)
+    offsets = torch.cat((zero, counts.cumsum(0, dtype=torch.int32)))
+    padded = (counts + 127) // 128 * 128
+    return offsets, torch.cat((zero, padded.cumsum(0, dtype=torch.int32)[:-1]))
+
+
+def sf_rows_capacity(total_m: int, experts: int) -> int:
+    """Scale rows that hold any split of total_m rows over the experts with offset_layout()."""
+    return (total_m + 127 * experts + 127) // 128 * 128
+
+
+def _expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total: int, sf_rows: int):
+    """Per row of A: its expert (-1: none, or one whose counts the layout cannot hold) and its scale row."""
+    rows = torch.arange(total, device=expert_offsets.device, dtype=torch.int32)
+    first, end = expert_offsets[:-1], expert_offsets[1:]
+    valid = (first >= 0) & (first <= end) & (end <= total) & (sf_offsets >= 0) & (sf_offsets % 128 == 0) & (sf_offsets + end - first <= sf_rows)
+    inside = (rows[:, None] >= first[None, :]) & (rows[:, None] < end[None, :]) & valid[None, :]
+    expert = torch.where(inside.any(1), inside.int().argmax(1), -1)
+    safe = expert.clamp(min=0)
+    sf_row = torch.where(expert >= 0, sf_offsets[safe] + rows - first[safe], 0)
+    return expert, sf_row
+
+
+def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, sf_rows: int) -> torch.Tensor:
+    """sfa of the offset form from the scales of A's rows in order, plain [total_m, K/16] (E4M3;
+    plain_from_blocked() gives them from quantize()'s): row r of expert e goes to scale row
+    sf_offsets[e] + r - expert_offsets[e]; [sf_rows/128, K/64, 32, 4, 4], zeros elsewhere. No host sync."""
+    total, cols = plain.shape
+    expert, sf_row = _expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
+    placed = plain.new_zeros((sf_rows + 1, cols), dtype=torch.uint8)  # the last row takes the rows of no expert
+    placed.index_copy_(0, torch.where(expert >= 0, sf_row, sf_rows).long(), plain.view(torch.uint8))
+    return blocked_from_plain(placed[:sf_rows]).view(plain.dtype)
+
+
+def _decoded_b(b, sfb, n, k):
+    return torch.stack([dequantize(b[e], plain_from_blocked(sfb[e].view(torch.uint8), n).view(torch.float8_e4m3fn).float())
+                        for e in range(b.shape[0])])
+
+
+def masked_portable(a, sfa, b, sfb, masked_m, out) -> None:
+    """Exact decode, float32 accumulation, rows below masked_m[e] written; no host sync."""
+    experts, max_m, n, k = a.shape[0], a.shape[1], b.shape[1], 2 * b.shape[2]
+    a_dec = torch.stack([dequantize(a[e], plain_from_blocked(sfa[e].view(torch.uint8), max_m).view(torch.float8_e4m3fn).float())
+                         for e in range(experts)])
+    product = torch.bmm(a_dec, _decoded_b(b, sfb, n, k).transpose(1, 2)).to(torch.float16)
+    rows = torch.arange(max_m, device=a.device)[None, :, None] < masked_m.clamp(0, max_m)[:, None, None]
+    out.copy_(torch.where(rows, product, out))
+
+
+def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
+    """Exact decode, float32 accumulation, each expert's rows written; no host sync."""
+    total, n, k, sf_rows = a.shape[0], b.shape[1], 2 * b.shape[2], sfa.shape[0] * 128
+    if not total:
+        return
+    expert, sf_row = _expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
+    scales = plain_from_blocked(sfa.view(torch.uint8), sf_rows).view(torch.float8_e4m3fn).float()[sf_row.long()]
+    a_dec = dequantize(a, scales)
+    b_dec = _decoded_b(b, sfb, n, k)
+    result = out.clone()
+    for e in range(b.shape[0]):
+        result = torch.where((expert == e)[:, None], (a_dec @ b_dec[e].T).to(torch.float16), result)
+    out.copy_(result)
+
+
+def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelPath | None:
+    if kernel is None:
+        return None
+    reason = None
+    if n % 8:
+        reason = f"N={n} is not a multiple of 8"
+    elif k % kernel.k_multiple:
+        reason = f"K={k} is not a multiple of {kernel.k_multiple}"
+    elif any(not t.is_contiguous() or t.data_ptr() % 16 for t in tensors):
+        reason = "the kernels need contiguous, 16-byte aligned tensors"
+    if reason:
+        warnings.warn(f"nvfp4 MoE grouped gemm: {reason}; using the portable path", stacklevel=4)
+        return None
+    return kernel
+
+
+def _launch(kernel: KernelPath, pointers: list, sizes: list, device: torch.device) -> None:
+    desc = (ctypes.c_int64 * 14)(*pointers, *sizes)
+    nbytes = kernel.lib.nvfp4_experts_workspace_bytes(desc)
+    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)  # the caller's queue's memory (a capture's: its pool)
+    err = ctypes.create_string_buffer(512)
+    if kernel.lib.nvfp4_experts_launch(desc, kernel.num_sms, workspace.data_ptr(), current_queue(device.index), err, len(err)):
+        raise RuntimeError(f"nvfp4 MoE grouped gemm: {err.value.decode()}")
+
+
+def masked_into(a, sfa, b, sfb, masked_m, out) -> None:
+    experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out)
+    kernel = kernel_for(a.device) if a.is_cuda else None
+    kernel = _kernel_takes(kernel, (a, sfa, b, sfb, masked_m, out), n, k)
+    if kernel is None:
+        masked_portable(a, sfa, b, sfb, masked_m, out)
+        return
+    pointers = [a.data_ptr(), b.data_ptr(), out.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), masked_m.data_ptr(), 0, 0]
+    _launch(kernel, pointers, [experts, experts * max_m, max_m, experts * sfa.shape[1] * 128, n, k], a.device)
+
+
+def offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
+    experts, total, sf_rows, n, k = offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
+    kernel = kernel_for(a.device) if a.is_cuda else None
+    kernel = _kernel_takes(kernel, (a, sfa, b, sfb, expert_offsets, sf_offsets, out), n, k)
+    if kernel is None:
+        offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
+        return
+    pointers = [a.data_ptr(), b.data_ptr(), out.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), 0, expert_offsets.data_ptr(), sf_offsets.data_ptr()]
+    _launch(kernel, pointers, [experts, total, 0, sf_rows, n, k], a.device)

@@ -1,0 +1,108 @@
+"""NVFP4 quantization of activations: fp16 or bf16 [..., M, K] to FP4 codes and E4M3 block scales.
+
+    q, sf = nvfp4.quantize(x)                  # q [..., M, K/2] float4_e2m1fn_x2, sf [..., ceil(M/128), K/64, 32, 4, 4]
+    q, sf = nvfp4.quantize(x, masked_m)        # x [E, max_m, K]: only rows below masked_m[e] are written
+
+Per 16 elements of a row: amax = max |x| in float32; the scale s = amax / 6 (a float32 quotient)
+rounded to nearest-even E4M3 and saturated at 448; each code the nearest-even E2M1 value of x / s
+(a float32 quotient), saturated at 6. The scales come in the blocked form, the memory of the
+reordered layout (docs/MOE.md). The CUDA kernel (csrc/quantize.cuh) and quantize_portable() here
+agree bit for bit; what zeros, subnormals, inf and NaN become is in docs/MOE.md.
+"""
+import ctypes
+import math
+
+import torch
+
+from .kernel_path import KernelPath
+from .launch_queue import current_queue
+
+E2M1_TIES = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))  # (threshold, inclusive)
+
+
+def blocked_scale_shape(rows: int, k: int) -> tuple:
+    """The blocked form of a [rows, K/16] scale matrix: [ceil(rows/128)][K/64][32][4][4] bytes."""
+    return (-(-rows // 128), k // 64, 32, 4, 4)
+
+
+def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:
+    """Plain scales [..., rows, K/16] (rows padded to 128 with zeros) in the blocked form."""
+    *lead, rows, cols = plain.shape
+    blocks = -(-rows // 128)
+    padded = plain.new_zeros((*lead, blocks * 128, cols))
+    padded[..., :rows, :] = plain
+    return padded.view(*lead, blocks, 4, 32, cols // 4, 4).transpose(-4, -2).contiguous()  # [.., R, 4, 32, K/64, 4] -> [.., R, K/64, 32, 4, 4]
+
+
+def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
+    """Blocked scales [..., R, K/64, 32, 4, 4] as plain [..., rows, K/16]."""
+    *lead, blocks, k_blocks = blocked.shape[:-3]
+    plain = blocked.transpose(-4, -2).reshape(*lead, blocks * 128, k_blocks * 4)
+    return plain[..., :rows, :]
+
+
+def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> torch.Tensor | None:
+    if masked_m is None:
+        return None
+    return torch.arange(rows, device=device)[None, :] < masked_m.reshape(batch, 1).clamp(0, rows)
+
+
+def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor) -> None:
+    """The recipe in PyTorch, into q and sf (shapes as quantize() returns them); rows a mask leaves
+    out keep what q and sf hold. No host sync: it runs inside a CUDA graph capture too."""
+    *lead, rows, k = x.shape
+    xs = x.reshape(-1, rows, k // 16, 16).float()
+    batch = xs.shape[0]
+    amax = torch.where(torch.isnan(xs), torch.inf, xs.abs()).amax(-1)
+    scales = (amax / 6.0).clamp(max=448.0).to(torch.float8_e4m3fn)
+    s = scales.float().unsqueeze(-1)
+    v = (xs / s).abs()
+    magnitude = sum(((v >= t) if inclusive else (v > t)).to(torch.uint8) for t, inclusive in E2M1_TIES)
+    magnitude = torch.where(s > 0, magnitude, torch.zeros_like(magnitude))
+    codes = (magnitude | (torch.signbit(xs).to(torch.uint8) << 3)).reshape(batch, rows, k)
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    blocked = blocked_from_plain(scales.view(torch.uint8))
+    q_bytes, sf_bytes = q.view(torch.uint8).reshape(batch, rows, k // 2), sf.view(torch.uint8).reshape(batch, *blocked.shape[1:])
+    mask = _rows_mask(masked_m, batch, rows, x.device)
+    if mask is None:
+        q_bytes.copy_(packed)
+        sf_bytes.copy_(blocked)
+        return
+    q_bytes.copy_(torch.where(mask[..., None], packed, q_bytes))
+    sf_mask = blocked_from_plain(mask[..., None].expand(batch, rows, k // 16).to(torch.uint8)).bool()
+    sf_bytes.copy_(torch.where(sf_mask, blocked, sf_bytes))
+
+
+def check_quantize_input(x, masked_m) -> None:
+    if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16) or x.dim() < 2:
+        raise ValueError(f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {getattr(x, 'dtype', type(x))} "
+                         f"{tuple(getattr(x, 'shape', ()))}")
+    if x.shape[-1] % 64 or not x.shape[-1]:
+        raise ValueError(f"nvfp4.quantize: K={x.shape[-1]} must be a positive multiple of 64")
+    if masked_m is not None:
+        if x.dim() != 3 or not isinstance(masked_m, torch.Tensor) or masked_m.dtype != torch.int32 or masked_m.shape != (x.shape[0],):
+            raise ValueError(f"nvfp4.quantize: with masked_m, x must be [E, max_m, K] and masked_m int32 [E]; got x "
+                             f"{tuple(x.shape)}, masked_m {getattr(masked_m, 'dtype', type(masked_m))} {tuple(getattr(masked_m, 'shape', ()))}")
+        if masked_m.device != x.device:
+            raise ValueError(f"nvfp4.quantize: masked_m is on {masked_m.device}, x on {x.device}")
+
+
+def new_quantize_outputs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    *lead, rows, k = x.shape
+    return (x.new_empty((*lead, rows, k // 2), dtype=torch.float4_e2m1fn_x2),
+            x.new_empty((*lead, *blocked_scale_shape(rows, k)), dtype=torch.float8_e4m3fn))
+
+
+def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor, kernel: KernelPath | None) -> None:
+    """quantize() into q and sf: the CUDA kernel of `kernel` on the caller's current queue, or the
+    portable recipe."""
+    if kernel is None or not x.is_contiguous():
+        quantize_portable(x, masked_m, q, sf)
+        return
+    *lead, rows, k = x.shape
+    batch = math.prod(lead)
+    desc = (ctypes.c_int64 * 8)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), masked_m.data_ptr() if masked_m is not None else 0,
+                                batch, rows, k, int(x.dtype == torch.bfloat16))
+    err = ctypes.create_string_buffer(512)
+    if kernel.lib.nvfp4_quantize(desc, kernel.num_sms, current_queue(x.get_device()), err, len(err)):
+        raise RuntimeError(f"nvfp4.quantize: {err.value.decode()}")

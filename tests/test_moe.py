@@ -1,0 +1,282 @@
+"""The MoE forms (nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets) and nvfp4.quantize: exact
+against float64 on full-range data, rows past each expert's count left alone, the counts read on the
+GPU only (a captured graph replayed with new counts and new data), and quantization bit for bit the
+portable recipe."""
+import pytest
+import torch
+from conftest import requires_cuda
+
+import nvfp4
+from nvfp4.build import kernel_target
+from nvfp4.quantize import quantize_portable
+from nvfp4.self_check import exact_products, first_mismatch
+
+HAS_KERNEL = torch.cuda.is_available() and kernel_target(torch.cuda.get_device_capability()) is not None
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+needs_kernel = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
+
+
+def counts_of(experts: int, max_m: int, generator: torch.Generator) -> torch.Tensor:
+    """Rows per expert: about 40% empty, one full, the rest anywhere in 1..max_m."""
+    counts = torch.randint(1, max_m + 1, (experts,), generator=generator, dtype=torch.int32)
+    counts[torch.rand(experts, generator=generator) < 0.4] = 0
+    counts[int(torch.randint(experts, (1,), generator=generator))] = max_m
+    return counts
+
+
+def moe_operands(experts: int, max_m: int, n: int, k: int, seed: int, device=DEVICE):
+    """a [E, max_m, K/2], sfa, b [E, N, K/2], sfb (blocked) of full-range data: every FP4 code, A's
+    scales over all positive E4M3 codes (subnormals to 448), B's up to 0.125 (no output near the fp16
+    limit), random bytes in the scale padding; and the counts."""
+    g = torch.Generator().manual_seed(seed)
+    blocks = lambda rows: (-(-rows // 128), k // 64, 32, 4, 4)
+    a = torch.randint(256, (experts, max_m, k // 2), generator=g, dtype=torch.uint8)
+    b = torch.randint(256, (experts, n, k // 2), generator=g, dtype=torch.uint8)
+    sfa = torch.randint(1, 0x7F, (experts, *blocks(max_m)), generator=g, dtype=torch.uint8)
+    sfb = torch.randint(1, 0x21, (experts, *blocks(n)), generator=g, dtype=torch.uint8)
+    counts = counts_of(experts, max_m, g)
+    return (a.to(device).view(torch.float4_e2m1fn_x2), sfa.to(device).view(torch.float8_e4m3fn), b.to(device).view(torch.float4_e2m1fn_x2),
+            sfb.to(device).view(torch.float8_e4m3fn), counts.to(device))
+
+
+def reordered(blocked: torch.Tensor, rows: int) -> torch.Tensor:
+    """Blocked [R, K/64, 32, 4, 4] scales as the list form's reordered view, for `rows` rows."""
+    return blocked[:-(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
+
+
+def expert_mismatch(rows_of, a_rows, sfa_rows, b, sfb, counts) -> str | None:
+    """The experts' outputs (rows_of(e) of out) against their float64 products; None when all match."""
+    for e, m in enumerate(counts.tolist()):
+        if not m:
+            continue
+        n, k = b.shape[1], 2 * b.shape[2]
+        tensors = [a_rows(e), b[e], None, reordered(sfa_rows(e), m), reordered(sfb[e], n)]
+        failure = first_mismatch([rows_of(e).unsqueeze(-1)], exact_products(tensors, [(m, n, k, 1)]))
+        if failure:
+            return f"expert {e} ({m} rows): {failure}"
+    return None
+
+
+def assert_masked_exact(out, a, sfa, b, sfb, counts):
+    failure = expert_mismatch(lambda e: out[e, :counts[e]], lambda e: a[e, :counts[e]], lambda e: sfa[e], b, sfb, counts)
+    assert failure is None, failure
+    unwritten = torch.arange(a.shape[1], device=out.device)[None, :] >= counts[:, None]
+    assert out[unwritten].isnan().all(), "rows at or past masked_m were written"
+
+
+def offset_form(a, sfa, counts):
+    """The same experts' rows one after another: (a [total_m, K/2], sfa, expert_offsets, sf_offsets)."""
+    offsets, sf_offsets = nvfp4.offset_layout(counts)
+    max_m, k = a.shape[1], 2 * a.shape[2]
+    rows = [a[e, :m] for e, m in enumerate(counts.tolist())]
+    plain = [nvfp4.plain_from_blocked(sfa[e].view(torch.uint8), max_m)[:m] for e, m in enumerate(counts.tolist())]
+    sf_rows = nvfp4.sf_rows_capacity(int(counts.sum()), len(counts))
+    sfa_off = nvfp4.offset_scales(torch.cat(plain).view(torch.float8_e4m3fn), offsets, sf_offsets, sf_rows)
+    return torch.cat(rows), sfa_off, offsets, sf_offsets, k
+
+
+def assert_offsets_exact(out, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts):
+    first = offsets.tolist()
+    sf_first = sf_offsets.tolist()
+    failure = expert_mismatch(lambda e: out[first[e]:first[e + 1]], lambda e: a_off[first[e]:first[e + 1]],
+                              lambda e: sfa_off[sf_first[e] // 128:], b, sfb, counts)
+    assert failure is None, failure
+
+
+def poisoned(*shape, device=DEVICE):
+    return torch.full(shape, float("nan"), dtype=torch.float16, device=device)
+
+
+# ----------------------------------------------------------------------------- on any device
+def test_masked_form_is_exact_and_leaves_rows_past_the_count():
+    a, sfa, b, sfb, counts = moe_operands(5, 140, 64, 256, seed=1)
+    out = poisoned(5, 140, 64)
+    assert nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out) is out
+    assert_masked_exact(out, a, sfa, b, sfb, counts)
+
+
+def test_offset_form_is_exact():
+    a, sfa, b, sfb, counts = moe_operands(4, 130, 64, 256, seed=2)
+    a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+    out = nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets)
+    assert_offsets_exact(out, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
+
+
+def test_offset_layout_pads_each_experts_scale_rows_to_128():
+    offsets, sf_offsets = nvfp4.offset_layout(torch.tensor([5, 0, 129, 128], dtype=torch.int32))
+    assert offsets.tolist() == [0, 5, 5, 134, 262]
+    assert sf_offsets.tolist() == [0, 128, 128, 384]
+    assert nvfp4.sf_rows_capacity(262, 4) >= 512
+
+
+@pytest.mark.parametrize("what,message", [
+    ("masked_m int64", "masked_m has dtype torch.int64"),
+    ("sfa short", "sfa has shape"),
+    ("out wrong", "out has shape"),
+])
+def test_bad_moe_input_raises_a_clear_error(what, message):
+    a, sfa, b, sfb, counts = moe_operands(2, 16, 64, 128, seed=3)
+    out = None
+    if what == "masked_m int64":
+        counts = counts.long()
+    elif what == "sfa short":
+        sfa = sfa[:, :, :1]
+    else:
+        out = poisoned(2, 16, 32)
+    with pytest.raises(ValueError, match=message):
+        nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
+
+
+def test_the_moe_ops_have_fake_implementations():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a, sfa = torch.empty(4, 40, 64, dtype=torch.uint8), torch.empty(4, 1, 2, 32, 4, 4, dtype=torch.float8_e4m3fn)
+        b, sfb = torch.empty(4, 24, 64, dtype=torch.uint8), torch.empty(4, 1, 2, 32, 4, 4, dtype=torch.float8_e4m3fn)
+        counts = torch.empty(4, dtype=torch.int32)
+        assert torch.ops.nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts).shape == (4, 40, 24)
+        offsets, sf_offsets = torch.empty(5, dtype=torch.int32), torch.empty(4, dtype=torch.int32)
+        a2, sfa2 = torch.empty(90, 64, dtype=torch.uint8), torch.empty(5, 2, 32, 4, 4, dtype=torch.float8_e4m3fn)
+        assert torch.ops.nvfp4.grouped_gemm_offsets(a2, sfa2, b, sfb, offsets, sf_offsets).shape == (90, 24)
+        q, sf = torch.ops.nvfp4.quantize(torch.empty(3, 200, 128, dtype=torch.bfloat16), None)
+        assert q.shape == (3, 200, 64) and sf.shape == (3, 2, 2, 32, 4, 4) and sf.dtype == torch.float8_e4m3fn
+
+
+def special_values(dtype) -> torch.Tensor:
+    """Rows of 64: random data at many scales with zeros and subnormals, then rows of special values."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(300, 256, generator=g) * torch.exp2(torch.randint(-30, 12, (300, 1), generator=g).float())
+    x[torch.rand(300, 256, generator=g) < 0.1] = 0.0
+    x = x.to(dtype)
+    x[0, :16] = 0.0
+    x[1, :16] = torch.finfo(dtype).smallest_normal / 4  # subnormal
+    x[2, 3] = float("nan")
+    x[3, 5] = float("inf")
+    x[4, 7] = -float("inf")
+    x[5, :16] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_quantize_special_values_become_what_the_docs_say(dtype):
+    q, sf = nvfp4.quantize(special_values(dtype))
+    codes = torch.stack((q.view(torch.uint8) & 0xF, q.view(torch.uint8) >> 4), -1).flatten(-2)
+    plain = nvfp4.plain_from_blocked(sf.view(torch.uint8), 300)
+    assert plain[0, 0] == 0 and (codes[0, :16] == 0).all()                          # zeros: scale 0, codes +0
+    assert plain[2, 0] == 0x7E and codes[2, 3] == 0                                 # NaN: scale 448, code +0
+    assert plain[3, 0] == 0x7E and codes[3, 5] == 0x7 and codes[4, 7] == 0xF        # +-inf: scale 448, +-6
+    assert (codes[5, :16] == 8).all()                                                # -0: the sign bit
+    assert plain.view(torch.float8_e4m3fn).float().max() <= 448
+
+
+def test_quantize_round_trip_is_within_fp4_precision():
+    x = torch.randn(4, 70, 128, dtype=torch.float16, device=DEVICE)
+    q, sf = nvfp4.quantize(x)
+    from nvfp4.portable import dequantize
+
+    for e in range(4):
+        scales = nvfp4.plain_from_blocked(sf[e].view(torch.uint8), 70).view(torch.float8_e4m3fn).float()
+        back = dequantize(q[e], scales)
+        assert ((back - x[e].float()).abs() <= 0.5 * scales.repeat_interleave(16, 1) * 2 + 1e-6).all()  # half a step of 2 at most
+
+
+# ----------------------------------------------------------------------------- on a GPU
+@pytest.fixture(params=["native", "emulated sm_100a"])
+def kernel(request, monkeypatch):
+    """The cases: the device's own kernel on large ones; the sm_100a kernel under the tcgen05
+    emulation (an sm_90 GPU with nvcc) on small ones."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    if request.param == "native":
+        nvfp4.prepare(device)
+        return "native"
+    import shutil
+    import sys
+
+    from conftest import ROOT
+
+    from nvfp4 import dispatch
+    from nvfp4.kernel_path import KernelPath
+
+    if shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs nvcc and an sm_90 GPU")
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nvcc_build import load
+
+    monkeypatch.setitem(dispatch._paths, device, KernelPath(load(100, emulate_tcgen05=True), device))
+    return "emulated"
+
+
+CASES = {  # (E, max_m, N, K)
+    "native": [(8, 4096, 4096, 7168), (8, 1024, 7168, 2048), (64, 64, 7168, 2048), (256, 16, 3072, 4096), (32, 384, 4096, 1536),
+               (2, 320, 3072, 4096)],
+    "emulated": [(8, 300, 256, 512), (64, 16, 128, 256), (3, 40, 136, 256)],
+}
+
+
+@requires_cuda
+@needs_kernel
+def test_both_forms_are_exact_over_the_cases(kernel):
+    for i, (experts, max_m, n, k) in enumerate(CASES[kernel]):
+        a, sfa, b, sfb, counts = moe_operands(experts, max_m, n, k, seed=100 + i)
+        out = poisoned(experts, max_m, n)
+        nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
+        assert_masked_exact(out, a, sfa, b, sfb, counts)
+        a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+        out_off = poisoned(a_off.shape[0], n)
+        nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=out_off)
+        assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
+
+
+@requires_cuda
+@needs_kernel
+def test_a_captured_graph_replays_with_new_counts_and_new_data(kernel):
+    """Both forms captured once; before each replay new counts and new data are written into the
+    same tensors and the outputs poisoned: each replay is exact for what the tensors hold then."""
+    experts, max_m, n, k = (16, 200, 512, 1024) if kernel == "native" else (6, 60, 128, 256)
+    a, sfa, b, sfb, counts = moe_operands(experts, max_m, n, k, seed=200)
+    capacity = experts * max_m  # the offset form's rows: every split of up to max_m rows per expert fits
+    a_off = torch.zeros(capacity, k // 2, dtype=torch.uint8, device=DEVICE).view(torch.float4_e2m1fn_x2)
+    sfa_off = torch.zeros(nvfp4.sf_rows_capacity(capacity, experts) // 128, k // 64, 32, 4, 4, dtype=torch.float8_e4m3fn, device=DEVICE)
+    offsets, sf_offsets = nvfp4.offset_layout(counts)
+    out, out_off = poisoned(experts, max_m, n), poisoned(capacity, n)
+    nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)  # first use outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
+        nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=out_off)
+    for replay in range(3):
+        fresh = moe_operands(experts, max_m, n, k, seed=201 + replay)
+        for t, u in zip((a, sfa, b, sfb, counts), fresh):
+            t.copy_(u)
+        rows, sf_rows_fresh, offsets_fresh, sf_offsets_fresh, _ = offset_form(a, sfa, counts)
+        a_off.view(torch.uint8)[:rows.shape[0]].copy_(rows.view(torch.uint8))
+        sfa_off.view(torch.uint8)[:sf_rows_fresh.shape[0]].copy_(sf_rows_fresh.view(torch.uint8))
+        offsets.copy_(offsets_fresh)
+        sf_offsets.copy_(sf_offsets_fresh)
+        out.fill_(float("nan"))
+        out_off.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_masked_exact(out, a, sfa, b, sfb, counts)
+        assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
+        assert out_off[int(offsets[-1]):].isnan().all(), "rows past the last expert were written"
+
+
+@requires_cuda
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_quantize_kernel_matches_the_portable_recipe_bit_for_bit(dtype):
+    nvfp4.prepare()
+    x = special_values(dtype).to(DEVICE)
+    x = torch.cat([x, torch.randn(1000, 256, device=DEVICE).to(dtype) * 1e-3]).reshape(2, 650, 256)
+    q, sf = nvfp4.quantize(x)
+    q_ref, sf_ref = (torch.empty_like(q), torch.empty_like(sf))
+    quantize_portable(x, None, q_ref, sf_ref)
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+    assert torch.equal(sf.view(torch.uint8), sf_ref.view(torch.uint8))
+    counts = torch.tensor([0, 333], dtype=torch.int32, device=DEVICE)  # masked: rows past the count untouched
+    q_masked, sf_masked = nvfp4.quantize(x, counts)
+    assert torch.equal(q_masked[1, :333].view(torch.uint8), q_ref[1, :333].view(torch.uint8))
+    plain_ref = nvfp4.plain_from_blocked(sf_ref[1].view(torch.uint8), 650)
+    assert torch.equal(nvfp4.plain_from_blocked(sf_masked[1].view(torch.uint8), 650)[:333], plain_ref[:333])
