@@ -74,57 +74,76 @@ __device__ __forceinline__ int narrow_chunk(int m, int bound) {
 constexpr int kScheduleThreads = kMaxExperts;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
 
-// One CTA of kScheduleThreads threads, thread e for expert e. With narrow tiles it picks the bound
-// the host schedule would: max_chunk_rows, unless the tiles are fewer than the GEMM's CTAs; then the
-// smallest bound at which they still fit.
-__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
-  __shared__ long long counts[kScheduleThreads / 32][kBoundCandidates];
-  __shared__ int warp_tiles[kScheduleThreads / 32];
-  __shared__ int bound_shared;
-  const int e = threadIdx.x, warp = e / 32, lane = e % 32;
-  const int nb = n_blocks_of(a);
-  int rows = 0, first = 0, first_sf = 0;
-  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
+template <int kWarps>
+struct ScheduleScratch {
+  long long counts[kWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
+  int warp_tiles[kWarps];
+  int bound, carried;
+};
+
+// The schedule of every expert into `table`, by a whole CTA of kThreads threads. With narrow tiles
+// it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles
+// are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. Ends synchronized.
+template <int kThreads>
+__device__ __forceinline__ void build_schedule(const ExpertArgs& a, ExpertTable table, ScheduleScratch<kThreads / 32>& scratch) {
+  constexpr int kWarps = kThreads / 32;
+  static_assert(kThreads % 32 == 0 && kWarps <= 32, "a CTA of whole warps, at most 32");
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nb = n_blocks_of(a);
+  for (int e = tid; e < a.experts; e += kThreads) {
+    int rows, first, first_sf;
+    expert_rows(a, e, rows, first, first_sf);
+    table.rows[e] = rows, table.first_row[e] = first, table.first_sf_row[e] = first_sf;
+  }
+  __syncthreads();
   int bound = a.max_chunk_rows;
   if (a.narrow) {
-    // counts[w][c]: warp w's tiles under the bound 8 (c + 1); the bound then from their sums.
 #pragma unroll 1
     for (int c = 0; c < kBoundCandidates; ++c) {
-      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
+      long long tiles = 0;
+      for (int e = tid; e < a.experts; e += kThreads) tiles += int64_t((table.rows[e] + 8 * c + 7) / (8 * (c + 1))) * nb;
 #pragma unroll
       for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
-      if (lane == 0) counts[warp][c] = tiles;
+      if (lane == 0) scratch.counts[warp][c] = tiles;
     }
     __syncthreads();
-    if (e == 0) {
-      auto total = [&](int b) {
-        long long sum = 0;
-        for (int w = 0; w < kScheduleThreads / 32; ++w) sum += counts[w][b / 8 - 1];
-        return sum;
-      };
-      int b = a.max_chunk_rows;
-      if (total(b) < a.units)
-        while (b > 8 && total(b - 8) <= a.units) b -= 8;
-      bound_shared = b;
+    if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1)
+      long long total = 0;
+      for (int w = 0; w < kWarps; ++w) total += scratch.counts[w][lane];
+      const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);  // the tile count falls as the bound grows
+      const bool widest_fills = __shfl_sync(0xFFFFFFFFu, total, a.max_chunk_rows / 8 - 1) >= a.units;
+      if (lane == 0) scratch.bound = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
     }
     __syncthreads();
-    bound = bound_shared;
+    bound = scratch.bound;
   }
-  const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
-  // The running count of tiles: a scan within each warp, then over the warps' totals.
-  int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+  // The running count of tiles, kThreads experts at a time: a scan within each warp, then over the
+  // warps' totals, plus what the earlier experts carried.
+  if (tid == 0) scratch.carried = 0;
+  for (int base = 0; base < a.experts; base += kThreads) {
+    const int e = base + tid;
+    const int rows = e < a.experts ? table.rows[e] : 0;
+    const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
+    int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
 #pragma unroll
-  for (int s = 1; s < 32; s *= 2) {
-    const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
-    if (lane >= s) tiles += x;
+    for (int s = 1; s < 32; s *= 2) {
+      const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
+      if (lane >= s) tiles += x;
+    }
+    if (lane == 31) scratch.warp_tiles[warp] = tiles;
+    __syncthreads();
+    for (int w = 0; w < warp; ++w) tiles += scratch.warp_tiles[w];
+    tiles += scratch.carried;
+    if (e < a.experts) table.tile_end[e] = tiles, table.chunk_rows[e] = chunk;
+    __syncthreads();  // every thread has read carried and warp_tiles
+    if (tid == kThreads - 1) scratch.carried = tiles;
+    __syncthreads();
   }
-  if (lane == 31) warp_tiles[warp] = tiles;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) tiles += warp_tiles[w];
-  if (e < a.experts) {
-    const ExpertTable t(a);
-    t.tile_end[e] = tiles, t.chunk_rows[e] = chunk, t.rows[e] = rows, t.first_row[e] = first, t.first_sf_row[e] = first_sf;
-  }
+}
+
+// The schedule into the workspace, before the GEMM (and on sm_90a the prepass) that read it.
+__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+  __shared__ ScheduleScratch<kScheduleThreads / 32> scratch;
+  build_schedule<kScheduleThreads>(a, ExpertTable(a), scratch);
 }
 
 // A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,

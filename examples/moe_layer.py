@@ -50,7 +50,8 @@ class MoELayer:
         picked = down.view(-1, hidden)[slot].float() * weights.flatten()[:, None]
         out = torch.zeros(tokens, hidden, dtype=torch.float32, device=x.device).index_add_(0, torch.arange(tokens, device=x.device)
                                                                                             .repeat_interleave(self.top_k), picked)
-        return out.half(), dict(counts=counts, slot=slot, weights=weights, q1=q1, s1=s1, gate_up=gate_up, q2=q2, s2=s2, down=down)
+        return out.half(), {"counts": counts, "slot": slot, "weights": weights, "q1": q1, "s1": s1, "gate_up": gate_up, "q2": q2,
+                            "s2": s2, "down": down}
 
     def check(self, x: torch.Tensor, out: torch.Tensor, seen: dict) -> str | None:
         """What is wrong with one forward's results, or None."""

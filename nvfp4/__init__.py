@@ -13,7 +13,7 @@ from .layout import reordered_from_plain as reorder_scales
 from .leaderboard import custom_kernel
 from .moe import offset_layout, offset_scales, sf_rows_capacity
 from .ops import grouped_gemm, grouped_gemm_masked, grouped_gemm_offsets, quantize
-from .quantize import blocked_from_plain, plain_from_blocked
+from .quantize import blocked_from_plain, plain_from_blocked, reordered_from_blocked
 
 __all__ = [
            "blocked_from_plain",

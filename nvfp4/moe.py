@@ -25,7 +25,11 @@ SCALE = (torch.float8_e4m3fn, torch.uint8)
 
 
 def kernel_for(device: torch.device) -> KernelPath | None:
-    """The device's CUDA kernel where it computes there (a GPU with a kernel that is trusted), else None."""
+    """The device's CUDA kernel where it computes there (a GPU with a kernel that is trusted), else
+    None. The kernels run on the current device: tensors on another one are an error."""
+    if device.type == "cuda" and device.index != torch.cuda.current_device():
+        raise ValueError(f"nvfp4: the tensors are on {device}, the current device is cuda:{torch.cuda.current_device()}; make "
+                         f"theirs current (torch.cuda.set_device, or a torch.cuda.device block)")
     path = _paths.get(device) or select_path(device)
     return path if isinstance(path, KernelPath) else None
 

@@ -76,7 +76,7 @@ def grouped_gemm(a, b, sfa, sfb, out=None) -> list[torch.Tensor]:
     dispatcher's own cost (tens of microseconds of host time for lists of tensors) buys nothing
     there. Traced by torch.compile, or under a dispatch mode (FakeTensorMode, say), it goes through
     torch.ops.nvfp4, whose fake implementations answer."""
-    direct = bool(a) and _eager(a[0])
+    direct = not torch.compiler.is_compiling() and _current_dispatch_mode() is None and a and type(a[0]) is torch.Tensor
     if out is None:
         return _new(a, b, sfa, sfb) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb)
     if direct:

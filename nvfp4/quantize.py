@@ -41,6 +41,12 @@ def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
     return plain[..., :rows, :]
 
 
+def reordered_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
+    """Blocked [R, K/64, 32, 4, 4] scales as the list form's reordered view [32, 4, ceil(rows/128),
+    4, K/64, 1] of their first `rows` rows (no copy)."""
+    return blocked[:-(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
+
+
 def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> torch.Tensor | None:
     if masked_m is None:
         return None
@@ -50,7 +56,7 @@ def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> 
 def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor) -> None:
     """The recipe in PyTorch, into q and sf (shapes as quantize() returns them); rows a mask leaves
     out keep what q and sf hold. No host sync: it runs inside a CUDA graph capture too."""
-    *lead, rows, k = x.shape
+    *_, rows, k = x.shape
     xs = x.reshape(-1, rows, k // 16, 16).float()
     batch = xs.shape[0]
     amax = torch.where(torch.isnan(xs), torch.inf, xs.abs()).amax(-1)

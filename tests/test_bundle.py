@@ -74,8 +74,8 @@ def test_an_import_of_the_package_inside_a_function_is_refused(package_copy):
 
 
 def test_a_file_first_included_under_a_conditional_it_does_not_share_is_refused(csrc_copy):
-    edit(csrc_copy / "arch.cuh", '#include "launch_params.cuh"\n', "")
-    edit(csrc_copy / "nvfp4.cu", '#include "launch_params.cuh"\n', "")
+    for unconditional in ("arch.cuh", "experts.cuh", "nvfp4.cu"):
+        edit(csrc_copy / unconditional, '#include "launch_params.cuh"\n', "")
     with pytest.raises(SourceError, match="first included under other conditionals"):
         translation_unit(csrc_copy)
 

@@ -39,18 +39,13 @@ def moe_operands(experts: int, max_m: int, n: int, k: int, seed: int, device=DEV
             sfb.to(device).view(torch.float8_e4m3fn), counts.to(device))
 
 
-def reordered(blocked: torch.Tensor, rows: int) -> torch.Tensor:
-    """Blocked [R, K/64, 32, 4, 4] scales as the list form's reordered view, for `rows` rows."""
-    return blocked[:-(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
-
-
 def expert_mismatch(rows_of, a_rows, sfa_rows, b, sfb, counts) -> str | None:
     """The experts' outputs (rows_of(e) of out) against their float64 products; None when all match."""
     for e, m in enumerate(counts.tolist()):
         if not m:
             continue
         n, k = b.shape[1], 2 * b.shape[2]
-        tensors = [a_rows(e), b[e], None, reordered(sfa_rows(e), m), reordered(sfb[e], n)]
+        tensors = [a_rows(e), b[e], None, nvfp4.reordered_from_blocked(sfa_rows(e), m), nvfp4.reordered_from_blocked(sfb[e], n)]
         failure = first_mismatch([rows_of(e).unsqueeze(-1)], exact_products(tensors, [(m, n, k, 1)]))
         if failure:
             return f"expert {e} ({m} rows): {failure}"
