@@ -260,6 +260,36 @@ def test_a_captured_graph_replays_with_new_counts_and_new_data(kernel):
 
 @requires_cuda
 @needs_kernel
+def test_the_moe_calls_run_on_the_callers_queue_behind_its_work(kernel):
+    """Counts, data and outputs rewritten on a side queue behind ~30 ms of GPU work, the calls made
+    under that queue, only that queue synchronized: exact (a launch on any other queue would read
+    the old counts and data, or leave NaN)."""
+    experts, max_m, n, k = (16, 200, 512, 1024) if kernel == "native" else (6, 60, 128, 256)
+    a, sfa, b, sfb, counts = moe_operands(experts, max_m, n, k, seed=300)
+    fresh = moe_operands(experts, max_m, n, k, seed=301)
+    x = torch.randn(experts, max_m, k, device=DEVICE).half()
+    out = poisoned(experts, max_m, n)
+    nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)  # first use on the default queue
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(1 << 26)
+        for t, u in zip((a, sfa, b, sfb, counts), fresh):
+            t.copy_(u)
+        x.mul_(3)
+        out.fill_(float("nan"))
+        nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
+        q, sf = nvfp4.quantize(x, counts)
+    side.synchronize()
+    assert_masked_exact(out, a, sfa, b, sfb, counts)
+    q_ref, sf_ref = torch.empty_like(q), torch.empty_like(sf)
+    quantize_portable(x, counts, q_ref, sf_ref)
+    for e, m in enumerate(counts.tolist()):
+        assert torch.equal(q[e, :m].view(torch.uint8), q_ref[e, :m].view(torch.uint8))
+
+
+@requires_cuda
+@needs_kernel
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_quantize_kernel_matches_the_portable_recipe_bit_for_bit(dtype):
     nvfp4.prepare()
