@@ -246,12 +246,17 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
     return handle.value, buffer
 
 
+def check_on_current_device(tensor: torch.Tensor, current: int) -> None:
+    """ValueError unless `tensor` is on the current CUDA device (index `current`), where the kernels run."""
+    if tensor.get_device() != current:
+        raise ValueError(f"nvfp4 grouped gemm: the tensors are on {tensor.device}, the current device is cuda:{current}; make theirs "
+                         f"current (torch.cuda.set_device, or a torch.cuda.device block)")
+
+
 def kernel_unsupported(tensors: list, sizes, k_multiple: int, device_index: int) -> str | None:
     """Why the CUDA kernel cannot take this (valid) input, or None when it can. Tensors on another
     device than the current one are an error: the kernels run on the current device."""
-    if tensors[0].get_device() != device_index:
-        raise ValueError(f"nvfp4 grouped gemm: the tensors are on {tensors[0].device}, the current device is cuda:{device_index}; "
-                         f"make theirs current (torch.cuda.set_device, or a torch.cuda.device block)")
+    check_on_current_device(tensors[0], device_index)
     for g, (m, n, k, _) in enumerate(sizes):
         if not (m and n):
             continue  # no output: the kernel reads and writes nothing of this group

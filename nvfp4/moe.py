@@ -15,7 +15,7 @@ import warnings
 import torch
 
 from .dispatch import _paths, select_path
-from .kernel_path import KernelPath
+from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
 from .portable import dequantize
 from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocked
@@ -24,13 +24,13 @@ FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
 
 
-def kernel_for(device: torch.device) -> KernelPath | None:
-    """The device's CUDA kernel where it computes there (a GPU with a kernel that is trusted), else
-    None. The kernels run on the current device: tensors on another one are an error."""
-    if device.type == "cuda" and device.index != torch.cuda.current_device():
-        raise ValueError(f"nvfp4: the tensors are on {device}, the current device is cuda:{torch.cuda.current_device()}; make "
-                         f"theirs current (torch.cuda.set_device, or a torch.cuda.device block)")
-    path = _paths.get(device) or select_path(device)
+def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
+    """The CUDA kernel of the tensor's device where it computes there (a GPU with a kernel that is
+    trusted), else None. The kernels run on the current device: tensors on another one are an error."""
+    if not tensor.is_cuda:
+        return None
+    check_on_current_device(tensor, torch.cuda.current_device())
+    path = _paths.get(tensor.device) or select_path(tensor.device)
     return path if isinstance(path, KernelPath) else None
 
 
@@ -127,30 +127,30 @@ def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets:
     return blocked_from_plain(placed[:sf_rows]).view(plain.dtype)
 
 
-def _decoded_b(b, sfb, n, k):
-    return torch.stack([dequantize(b[e], plain_from_blocked(sfb[e].view(torch.uint8), n).view(torch.float8_e4m3fn).float())
-                        for e in range(b.shape[0])])
+def _decoded_per_expert(packed: torch.Tensor, blocked: torch.Tensor) -> torch.Tensor:
+    """FP4 [E, rows, K/2] with blocked scales [E, ...] -> float32 [E, rows, K], exactly."""
+    rows = packed.shape[1]
+    return torch.stack([dequantize(packed[e], plain_from_blocked(blocked[e].view(torch.uint8), rows).view(torch.float8_e4m3fn).float())
+                        for e in range(packed.shape[0])])
 
 
 def masked_portable(a, sfa, b, sfb, masked_m, out) -> None:
     """Exact decode, float32 accumulation, rows below masked_m[e] written; no host sync."""
-    experts, max_m, n, k = a.shape[0], a.shape[1], b.shape[1], 2 * b.shape[2]
-    a_dec = torch.stack([dequantize(a[e], plain_from_blocked(sfa[e].view(torch.uint8), max_m).view(torch.float8_e4m3fn).float())
-                         for e in range(experts)])
-    product = torch.bmm(a_dec, _decoded_b(b, sfb, n, k).transpose(1, 2)).to(torch.float16)
+    max_m = a.shape[1]
+    product = torch.bmm(_decoded_per_expert(a, sfa), _decoded_per_expert(b, sfb).transpose(1, 2)).to(torch.float16)
     rows = torch.arange(max_m, device=a.device)[None, :, None] < masked_m.clamp(0, max_m)[:, None, None]
     out.copy_(torch.where(rows, product, out))
 
 
 def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
     """Exact decode, float32 accumulation, each expert's rows written; no host sync."""
-    total, n, k, sf_rows = a.shape[0], b.shape[1], 2 * b.shape[2], sfa.shape[0] * 128
+    total, sf_rows = a.shape[0], sfa.shape[0] * 128
     if not total:
         return
     expert, sf_row = _expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
     scales = plain_from_blocked(sfa.view(torch.uint8), sf_rows).view(torch.float8_e4m3fn).float()[sf_row.long()]
     a_dec = dequantize(a, scales)
-    b_dec = _decoded_b(b, sfb, n, k)
+    b_dec = _decoded_per_expert(b, sfb)
     result = out.clone()
     for e in range(b.shape[0]):
         result = torch.where((expert == e)[:, None], (a_dec @ b_dec[e].T).to(torch.float16), result)
@@ -182,9 +182,10 @@ def _launch(kernel: KernelPath, pointers: list, sizes: list, device: torch.devic
         raise RuntimeError(f"nvfp4 MoE grouped gemm: {err.value.decode()}")
 
 
-def masked_into(a, sfa, b, sfb, masked_m, out) -> None:
+def masked_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor, out: torch.Tensor) -> None:
+    """The masked form into out: the kernel of the tensors' device, or the portable path."""
     experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out)
-    kernel = kernel_for(a.device) if a.is_cuda else None
+    kernel = kernel_for(a)
     kernel = _kernel_takes(kernel, (a, sfa, b, sfb, masked_m, out), n, k)
     if kernel is None:
         masked_portable(a, sfa, b, sfb, masked_m, out)
@@ -193,9 +194,11 @@ def masked_into(a, sfa, b, sfb, masked_m, out) -> None:
     _launch(kernel, pointers, [experts, experts * max_m, max_m, experts * sfa.shape[1] * 128, n, k], a.device)
 
 
-def offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
+def offsets_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
+                 sf_offsets: torch.Tensor, out: torch.Tensor) -> None:
+    """The offset form into out: the kernel of the tensors' device, or the portable path."""
     experts, total, sf_rows, n, k = offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
-    kernel = kernel_for(a.device) if a.is_cuda else None
+    kernel = kernel_for(a)
     kernel = _kernel_takes(kernel, (a, sfa, b, sfb, expert_offsets, sf_offsets, out), n, k)
     if kernel is None:
         offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out)

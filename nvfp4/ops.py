@@ -14,9 +14,7 @@ device, where the tensors must be (CPU tensors take the portable path).
 from itertools import chain
 
 import torch
-from torch.utils._python_dispatch import (
-    _get_current_dispatch_mode as _current_dispatch_mode,
-)
+from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
 from .dispatch import run
 from .moe import kernel_for, masked_into, masked_problem, offsets_into, offsets_problem
@@ -92,19 +90,10 @@ def _eager(first) -> bool:
 
 
 # ---- the MoE forms (nvfp4/moe.py) and quantization (nvfp4/quantize.py)
-def _masked_out(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor, out: torch.Tensor) -> None:
-    masked_into(a, sfa, b, sfb, masked_m, out)
-
-
 def _masked_new(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor) -> torch.Tensor:
     out = a.new_empty((a.shape[0], a.shape[1], b.shape[1]), dtype=torch.float16)
     masked_into(a, sfa, b, sfb, masked_m, out)
     return out
-
-
-def _offsets_out(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
-                 sf_offsets: torch.Tensor, out: torch.Tensor) -> None:
-    offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
 
 
 def _offsets_new(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
@@ -117,13 +106,13 @@ def _offsets_new(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch
 def _quantize(x: torch.Tensor, masked_m: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     check_quantize_input(x, masked_m)
     q, sf = new_quantize_outputs(x)
-    quantize_into(x, masked_m, q, sf, kernel_for(x.device) if x.is_cuda else None)
+    quantize_into(x, masked_m, q, sf, kernel_for(x))
     return q, sf
 
 
-masked_out_op = torch.library.custom_op("nvfp4::grouped_gemm_masked_out", _masked_out, mutates_args=("out",))
+masked_out_op = torch.library.custom_op("nvfp4::grouped_gemm_masked_out", masked_into, mutates_args=("out",))
 masked_op = torch.library.custom_op("nvfp4::grouped_gemm_masked", _masked_new, mutates_args=())
-offsets_out_op = torch.library.custom_op("nvfp4::grouped_gemm_offsets_out", _offsets_out, mutates_args=("out",))
+offsets_out_op = torch.library.custom_op("nvfp4::grouped_gemm_offsets_out", offsets_into, mutates_args=("out",))
 offsets_op = torch.library.custom_op("nvfp4::grouped_gemm_offsets", _offsets_new, mutates_args=())
 quantize_op = torch.library.custom_op("nvfp4::quantize", _quantize, mutates_args=())
 
@@ -164,7 +153,7 @@ def grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=None) -> torch.Tensor:
     if out is None:
         return _masked_new(a, sfa, b, sfb, masked_m) if _eager(a) else torch.ops.nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m)
     if _eager(a):
-        _masked_out(a, sfa, b, sfb, masked_m, out)
+        masked_into(a, sfa, b, sfb, masked_m, out)
     else:
         torch.ops.nvfp4.grouped_gemm_masked_out(a, sfa, b, sfb, masked_m, out)
     return out
@@ -180,7 +169,7 @@ def grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None) -
             return _offsets_new(a, sfa, b, sfb, expert_offsets, sf_offsets)
         return torch.ops.nvfp4.grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets)
     if _eager(a):
-        _offsets_out(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
+        offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
     else:
         torch.ops.nvfp4.grouped_gemm_offsets_out(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
     return out
