@@ -137,6 +137,47 @@ def test_the_moe_ops_have_fake_implementations():
         assert q.shape == (3, 200, 64) and sf.shape == (3, 2, 2, 32, 4, 4) and sf.dtype == torch.float8_e4m3fn
 
 
+def compiled_moe_step(device):
+    """quantize, the masked GEMM into the caller's output and the offset form, traced by
+    torch.compile as one graph; the compiled step called again after new activations, counts and
+    weights are written into the same tensors: exact each time, rows past the counts unwritten."""
+    experts, max_m, n, k = 6, 40, 64, 128
+    _, _, b, sfb, counts = moe_operands(experts, max_m, n, k, seed=400, device=device)
+    x = torch.empty(experts, max_m, k, dtype=torch.float16, device=device)
+    a, sfa, _, _, off_counts = moe_operands(experts, max_m, n, k, seed=401, device=device)
+    a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, off_counts)
+    out = poisoned(experts, max_m, n, device=device)
+
+    def step(x, counts, b, sfb, out, a_off, sfa_off, offsets, sf_offsets):
+        q, sf = nvfp4.quantize(x, counts)
+        nvfp4.grouped_gemm_masked(q, sf, b, sfb, counts, out=out)
+        return q, sf, nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets)
+
+    operands = (x, counts, b, sfb, out, a_off, sfa_off, offsets, sf_offsets)
+    explained = torch._dynamo.explain(step)(*operands)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(step, fullgraph=True)
+    for seed in (402, 403):
+        g = torch.Generator().manual_seed(seed)
+        x.copy_(torch.randn(x.shape, generator=g) * torch.exp2(torch.randint(-8, 8, (experts, max_m, 1), generator=g).float()))
+        counts.copy_(counts_of(experts, max_m, g))
+        _, _, fresh_b, fresh_sfb, _ = moe_operands(experts, max_m, n, k, seed=seed, device=device)
+        b.copy_(fresh_b)
+        sfb.copy_(fresh_sfb)
+        out.fill_(float("nan"))
+        q, sf, out_off = compiled(*operands)
+        assert_masked_exact(out, q, sf, b, sfb, counts)
+        assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, off_counts)
+        q_ref, sf_ref = torch.empty_like(q), torch.empty_like(sf)
+        quantize_portable(x, counts, q_ref, sf_ref)
+        for e, m in enumerate(counts.tolist()):
+            assert torch.equal(q[e, :m].view(torch.uint8), q_ref[e, :m].view(torch.uint8)), f"expert {e}: codes"
+
+
+def test_torch_compile_traces_the_moe_ops_with_no_graph_break():
+    compiled_moe_step(DEVICE)
+
+
 def special_values(dtype) -> torch.Tensor:
     """Rows of 64: random data at many scales with zeros and subnormals, then rows of special values."""
     g = torch.Generator().manual_seed(7)
@@ -286,6 +327,12 @@ def test_the_moe_calls_run_on_the_callers_queue_behind_its_work(kernel):
     quantize_portable(x, counts, q_ref, sf_ref)
     for e, m in enumerate(counts.tolist()):
         assert torch.equal(q[e, :m].view(torch.uint8), q_ref[e, :m].view(torch.uint8))
+
+
+@requires_cuda
+@needs_kernel
+def test_torch_compile_on_the_gpu(kernel):
+    compiled_moe_step(torch.device("cuda"))
 
 
 @requires_cuda

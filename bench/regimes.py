@@ -1,0 +1,103 @@
+"""The kernel in three regimes against its floors and cuBLAS (`make regimes`, a CUDA GPU).
+
+    python bench/regimes.py [--sets 15] [--seconds 4]
+
+- Few rows per expert (8 to 64 experts of 0 to 32 rows, N and K from 2048 to 7168: the decode steps
+  of a served MoE layer). Each shape's floor is DRAM's: every active expert's B and scales, plus A
+  and its scales and C, moved once at the copy bandwidth measured in the same run.
+- The official benchmark cases, and many rows (8 groups of 2048 rows, N 4096, K 7168): the floor is
+  the larger of that and the FLOP count at the bf16 matmul rate measured in the same run.
+
+Each contender is timed as the leaderboard times (GPU time behind its flush, batches of input
+sets): submission.custom_kernel, and cuBLAS's grouped bf16 GEMM on operands dequantized beforehand
+(bench/peers.py's contender (c)). Prints one table, with the geometric mean of each regime.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import submission  # noqa: E402
+from harness.floors import case_bytes, case_flop, geomean  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
+from peers import cublas_only, measure_ceilings, on_gpu_scales, predequantized, time_contender  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FEW_ROWS = [  # experts, fewest and most rows an expert gets, N, K
+    (8, 1, 8, 4096, 7168),
+    (8, 0, 32, 7168, 2048),
+    (16, 0, 16, 2048, 7168),
+    (16, 8, 32, 4096, 4096),
+    (32, 0, 8, 7168, 2048),
+    (32, 0, 32, 2048, 4096),
+    (64, 0, 16, 4096, 2048),
+    (64, 0, 4, 2048, 7168),
+    (64, 16, 32, 2048, 7168),
+]
+MANY_ROWS = (8, 2048, 4096, 7168)  # groups, rows each, N, K
+
+
+def regime_cases() -> list[tuple[str, str, dict]]:
+    """(regime, label, generate_input arguments) of every row of the table; the rows per expert of
+    the few-rows shapes drawn from a fixed seed."""
+    g = torch.Generator().manual_seed(29)
+    cases = []
+    for experts, fewest, most, n, k in FEW_ROWS:
+        m = torch.randint(fewest, most + 1, (experts,), generator=g).tolist()
+        cases.append(("few rows", f"E={experts}, {fewest}-{most} rows, N={n}, K={k}", dict(m=m, n=[n] * experts, k=[k] * experts,
+                                                                                         g=experts, seed=1000 + len(cases))))
+    for i, case in enumerate(read_cases(str(ROOT / "task.yml"), "benchmarks", None)):
+        cases.append(("benchmark", f"case {i}", dict(case.args)))
+    groups, rows, n, k = MANY_ROWS
+    cases.append(("many rows", f"G={groups}, {rows} rows each, N={n}, K={k}", dict(m=[rows] * groups, n=[n] * groups, k=[k] * groups,
+                                                                                g=groups, seed=2000)))
+    return cases
+
+
+def floor_us(regime: str, args: dict, bytes_per_s: float, flop_per_s: float) -> float:
+    """The case's floor: its active groups' bytes at the copy bandwidth; outside the few-rows regime,
+    the FLOP at the matmul rate where that is larger."""
+    active = [(m, n, k) for m, n, k in zip(args["m"], args["n"], args["k"]) if m]
+    m, n, k = zip(*active)
+    seconds = case_bytes(m, n, k) / bytes_per_s
+    if regime != "few rows":
+        seconds = max(seconds, case_flop(m, n, k) / flop_per_s)
+    return 1e6 * seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", type=int, default=15, help="input sets per batch (the leaderboard's 15)")
+    parser.add_argument("--seconds", type=float, default=4.0, help="time limit per contender and case")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/regimes.py needs a CUDA GPU")
+    bandwidth, flops = measure_ceilings()
+    print(f"{torch.cuda.get_device_name()}: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s", flush=True)
+    contenders = [("ours", submission.custom_kernel, lambda d: d), ("cuBLAS", cublas_only, lambda d: predequantized(on_gpu_scales(d)))]
+    rows = []
+    for regime, label, case in regime_cases():
+        floor = floor_us(regime, case, bandwidth, flops)
+        times = {name: time_contender(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
+        rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
+        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {times['ours']}  cuBLAS {times['cuBLAS']}", flush=True)
+    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else v  # noqa: E731
+    ratio = lambda a, b: f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else "n/a"  # noqa: E731
+    print("\n| regime | case | floor us | ours us | x floor | cuBLAS us | cuBLAS / ours | ours TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for regime, label, floor, ours, cublas, flop in rows:
+        tflops = f"{flop / ours / 1e6:.0f}" if isinstance(ours, float) else "n/a"
+        print(f"| {regime} | {label} | {floor:.2f} | {fmt(ours)} | {ratio(ours, floor)} | {fmt(cublas)} | {ratio(cublas, ours)} | {tflops} |")
+    for regime in ("few rows", "benchmark", "many rows"):
+        ours = [r[3] for r in rows if r[0] == regime]
+        if all(isinstance(t, float) for t in ours):
+            floors = [r[2] for r in rows if r[0] == regime]
+            print(f"{regime}: geomean {geomean(ours):.2f} us, {geomean(o / f for o, f in zip(ours, floors)):.2f}x the floor")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""bench/regimes.py's table (make regimes): the shapes it times and the floors it holds them to."""
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+from regimes import floor_us, regime_cases  # noqa: E402
+
+BYTES_PER_S, FLOP_PER_S = 4262e9, 794e12
+
+
+def test_the_few_rows_shapes_span_the_family_the_issue_names():
+    few = [args for regime, _, args in regime_cases() if regime == "few rows"]
+    assert len(few) >= 8
+    for args in few:
+        assert 8 <= args["g"] <= 64 and all(0 <= m <= 32 for m in args["m"])
+        assert all(2048 <= x <= 7168 for x in args["n"] + args["k"])
+    assert {a["g"] for a in few} >= {8, 64} and {a["n"][0] for a in few} >= {2048, 7168} and {a["k"][0] for a in few} >= {2048, 7168}
+    assert any(0 in a["m"] for a in few)
+
+
+def test_a_floor_counts_the_active_experts_only():
+    with_empty = {"m": [0, 5, 0, 17], "n": [4096] * 4, "k": [7168] * 4}
+    active = {"m": [5, 17], "n": [4096] * 2, "k": [7168] * 2}
+    for regime in ("few rows", "benchmark"):
+        assert floor_us(regime, with_empty, BYTES_PER_S, FLOP_PER_S) == floor_us(regime, active, BYTES_PER_S, FLOP_PER_S)
+    b_bytes = 2 * (4096 * 7168 / 2 + 4096 * 7168 / 16)  # the two experts' B and scales: most of the bytes
+    assert floor_us("few rows", active, BYTES_PER_S, FLOP_PER_S) > 1e6 * b_bytes / BYTES_PER_S
+
+
+def test_outside_the_few_rows_regime_the_larger_of_the_two_floors_holds():
+    many = [args for regime, _, args in regime_cases() if regime == "many rows"][0]
+    flop = sum(2.0 * m * n * k for m, n, k in zip(many["m"], many["n"], many["k"]))
+    assert floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S) == 1e6 * flop / FLOP_PER_S
+    assert floor_us("few rows", many, BYTES_PER_S, FLOP_PER_S) < floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S)
