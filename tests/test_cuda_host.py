@@ -243,6 +243,25 @@ def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
         assert tiles[:, 4].max() + 1 == units and len({tuple(t[:3]) for t in tiles}) == len(tiles) == 176
 
 
+@pytest.mark.parametrize("sizes,message", [
+    ((4, 4 * 64, 64, 4 * 128, 256, 512), None),                # E, rows, rows per expert, scale rows, N, K: consistent
+    ((4, 4 * 64 - 1, 64, 4 * 128, 256, 512), "need 256 rows"),  # one row short: expert 3 would run past A and C
+    ((4, 4 * 64, 64, 3 * 128, 256, 512), "512 scale rows"),    # the last expert's scale rows past sfa
+    ((4, 4 * 64, 64, 4 * 128, 256, 100), "unsupported MoE problem"),
+])
+def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, message):
+    """The C API checks the masked form's sizes before anything reaches the GPU (nvfp4/moe.py passes
+    consistent ones; another caller may not): a refusal names what does not fit."""
+    pointers = [1 << 20] * 6 + [0, 0]  # a, b, c, sfa, sfb, masked_m; no offsets
+    desc = (ctypes.c_int64 * 14)(*pointers, *sizes)
+    err = ctypes.create_string_buffer(256)
+    if message is None:
+        assert lib.nvfp4_experts_workspace_bytes(desc) > 0  # well formed; launching it needs a GPU
+        return
+    assert lib.nvfp4_experts_launch(desc, 132, None, None, err, len(err)) == 1
+    assert message in err.value.decode(), err.value.decode()
+
+
 @requires_cuda
 @pytest.mark.parametrize("arch", ARCHS)
 def test_dry_run_of_every_official_case_and_64_groups(arch):

@@ -24,10 +24,19 @@ bool check_experts(const ExpertProblem& p, Status& st) {
                         reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) % 16 == 0;
   const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
   if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
-      !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
+      p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
       (!p.masked_m && !(p.offsets && p.sf_offsets))) {
     snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
              kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
+    return st.fail("unsupported MoE problem", detail);
+  }
+  // The masked form's experts e * rows_per_expert ... and their scale rows e * round_up(rows_per_expert, 128) ...
+  // must lie inside the rows and scale rows given.
+  if (p.masked_m && (p.rows_per_expert < 0 || int64_t(p.experts) * p.rows_per_expert > p.total_rows ||
+                     int64_t(p.experts) * ((int64_t(p.rows_per_expert) + 127) / 128 * 128) > p.sf_rows)) {
+    snprintf(detail, sizeof detail, "E=%d experts of %d rows need %lld rows and %lld scale rows; given %d and %d", p.experts,
+             p.rows_per_expert, static_cast<long long>(int64_t(p.experts) * p.rows_per_expert),
+             static_cast<long long>(int64_t(p.experts) * ((int64_t(p.rows_per_expert) + 127) / 128 * 128)), p.total_rows, p.sf_rows);
     return st.fail("unsupported MoE problem", detail);
   }
   return true;
