@@ -79,13 +79,13 @@ def main() -> None:
     bandwidth, flops = measure_ceilings()
     print(f"{torch.cuda.get_device_name()}: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s", flush=True)
     contenders = [("ours", submission.custom_kernel, lambda d: d), ("cuBLAS", cublas_only, lambda d: predequantized(on_gpu_scales(d)))]
+    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else v  # noqa: E731 (a time, or why there is none)
     rows = []
     for regime, label, case in regime_cases():
         floor = floor_us(regime, case, bandwidth, flops)
         times = {name: time_contender(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
-        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {times['ours']}  cuBLAS {times['cuBLAS']}", flush=True)
-    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else v  # noqa: E731
+        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}  cuBLAS {fmt(times['cuBLAS'])}", flush=True)
     ratio = lambda a, b: f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else "n/a"  # noqa: E731
     print("\n| regime | case | floor us | ours us | x floor | cuBLAS us | cuBLAS / ours | ours TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")
