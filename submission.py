@@ -3242,11 +3242,11 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   }
   // The masked form's experts e * rows_per_expert ... and their scale rows e * round_up(rows_per_expert, 128) ...
   // must lie inside the rows and scale rows given.
-  if (p.masked_m && (p.rows_per_expert < 0 || int64_t(p.experts) * p.rows_per_expert > p.total_rows ||
-                     int64_t(p.experts) * ((int64_t(p.rows_per_expert) + 127) / 128 * 128) > p.sf_rows)) {
+  const int64_t rows_needed = int64_t(p.experts) * p.rows_per_expert;
+  const int64_t sf_rows_needed = int64_t(p.experts) * ((int64_t(p.rows_per_expert) + 127) / 128 * 128);
+  if (p.masked_m && (p.rows_per_expert < 0 || rows_needed > p.total_rows || sf_rows_needed > p.sf_rows)) {
     snprintf(detail, sizeof detail, "E=%d experts of %d rows need %lld rows and %lld scale rows; given %d and %d", p.experts,
-             p.rows_per_expert, static_cast<long long>(int64_t(p.experts) * p.rows_per_expert),
-             static_cast<long long>(int64_t(p.experts) * ((int64_t(p.rows_per_expert) + 127) / 128 * 128)), p.total_rows, p.sf_rows);
+             p.rows_per_expert, static_cast<long long>(rows_needed), static_cast<long long>(sf_rows_needed), p.total_rows, p.sf_rows);
     return st.fail("unsupported MoE problem", detail);
   }
   return true;

@@ -2,11 +2,12 @@
 import sys
 
 from conftest import ROOT
+from harness.floors import KNOWN_GPUS, case_flop
 
 sys.path.insert(0, str(ROOT / "bench"))
 from regimes import floor_us, regime_cases  # noqa: E402
 
-BYTES_PER_S, FLOP_PER_S = 4262e9, 794e12
+BYTES_PER_S, FLOP_PER_S = KNOWN_GPUS["H200"].bytes_per_s, KNOWN_GPUS["H200"].flop_per_s
 
 
 def test_the_few_rows_shapes_span_the_family_the_issue_names():
@@ -30,6 +31,5 @@ def test_a_floor_counts_the_active_experts_only():
 
 def test_outside_the_few_rows_regime_the_larger_of_the_two_floors_holds():
     many = [args for regime, _, args in regime_cases() if regime == "many rows"][0]
-    flop = sum(2.0 * m * n * k for m, n, k in zip(many["m"], many["n"], many["k"]))
-    assert floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S) == 1e6 * flop / FLOP_PER_S
+    assert floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S) == 1e6 * case_flop(many["m"], many["n"], many["k"]) / FLOP_PER_S
     assert floor_us("few rows", many, BYTES_PER_S, FLOP_PER_S) < floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S)
