@@ -209,6 +209,7 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -298,6 +299,13 @@ __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block,
 namespace nvfp4 {
 // ============================================================================ PTX wrappers (sm_90+)
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// Programmatic dependent launch: a kernel launched with programmatic serialization after this one
+// may start once every CTA of this one has called launch_dependents; it waits where it reads this
+// one's output (wait: this grid, and what it wrote, complete). After a plain launch the wait returns
+// at once.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -398,6 +406,7 @@ __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
 
 
 
+
 namespace nvfp4 {
 // ============================================================================ the MoE forms: sizes on the GPU
 // Every expert e multiplies its rows of A by its own B ([N][K/2], expert after expert) into the same
@@ -407,11 +416,14 @@ namespace nvfp4 {
 // rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
 //
 // A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
-// per expert its rows, first row, first scale row, A rows per tile and the running count of its
-// tiles; the GEMM's persistent CTAs walk the tile space t = unit, unit + units, ... and find the
-// expert of tile t by a binary search in those counts. An expert without rows has no tiles.
-constexpr int kMaxExperts = 1024;       // one schedule thread each
-constexpr int kABoxClasses = 6;         // sm_90a: A is loaded in boxes of 8 << c rows, the smallest that covers the tile
+// the experts in the order their tiles are walked, widest tiles first, each with its rows, first
+// row, first scale row, A rows per tile and the running count of tiles. CTA u of the persistent
+// GEMM runs tile u of the first round of `units` tiles, units - 1 - u of the second, u of the third
+// and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
+// LPT), and finds the expert of a tile by a binary search in the running counts. An expert without
+// rows has no tiles.
+constexpr int kMaxExperts = 1024;   // one schedule thread each
+constexpr int kABoxClasses = 32;    // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
 
 struct ExpertArgs {
   const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
@@ -422,21 +434,22 @@ struct ExpertArgs {
   const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
   __half* c;              // [total_rows][N]
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
-  int* table;             // the schedule: 5 arrays of E ints (ExpertTable)
+  int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
   int units;              // the GEMM's CTAs (each walks every units-th tile)
   int max_chunk_rows;     // the most A rows of a tile
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
-// The schedule in the workspace, written by schedule_experts, read by the prepass and the GEMM.
+// The schedule in the workspace, written by schedule_experts, read by the GEMM: per position in the
+// walk's order, the expert there and its figures.
 struct ExpertTable {
-  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row;
+  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;
   __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
       : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
-        first_sf_row(a.table + 4 * a.experts) {}
+        first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
 };
-__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(5) * experts * 4 + 255) / 256 * 256; }
+__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
 __host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
 // Bytes of one expert's B scales.
 __host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
@@ -468,78 +481,70 @@ __device__ __forceinline__ int narrow_chunk(int m, int bound) {
 }
 
 constexpr int kScheduleThreads = kMaxExperts;
+constexpr int kScheduleWarps = kScheduleThreads / 32;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
 
-template <int kWarps>
-struct ScheduleScratch {
-  long long counts[kWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
-  int warp_tiles[kWarps];
-  int bound, carried;
-};
-
-// The schedule of every expert into `table`, by a whole CTA of kThreads threads. With narrow tiles
-// it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles
-// are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. Ends synchronized.
-template <int kThreads>
-__device__ __forceinline__ void build_schedule(const ExpertArgs& a, ExpertTable table, ScheduleScratch<kThreads / 32>& scratch) {
-  constexpr int kWarps = kThreads / 32;
-  static_assert(kThreads % 32 == 0 && kWarps <= 32, "a CTA of whole warps, at most 32");
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nb = n_blocks_of(a);
-  for (int e = tid; e < a.experts; e += kThreads) {
-    int rows, first, first_sf;
-    expert_rows(a, e, rows, first, first_sf);
-    table.rows[e] = rows, table.first_row[e] = first, table.first_sf_row[e] = first_sf;
-  }
-  __syncthreads();
+// One CTA, thread e for expert e, every count in registers. With narrow tiles it picks the bound the
+// host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles are fewer than the
+// GEMM's CTAs; then the smallest bound at which they still fit. The kernels after it may start at
+// once: the sm_90a prepass reads the counts itself, and the GEMM waits for this grid.
+__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+  allow_dependent_launch();
+  __shared__ long long counts[kScheduleWarps][kBoundCandidates];  // per warp and candidate: its experts' tiles
+  __shared__ int keys[kScheduleThreads];                          // per expert: its place in the walk, as a key
+  __shared__ int tiles_at[kScheduleThreads];                      // per position: its expert's tiles
+  __shared__ int warp_tiles[kScheduleWarps];
+  __shared__ int bound_shared;
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32, nb = n_blocks_of(a);
+  int rows = 0, first = 0, first_sf = 0;
+  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
   int bound = a.max_chunk_rows;
   if (a.narrow) {
-#pragma unroll 1
+#pragma unroll
     for (int c = 0; c < kBoundCandidates; ++c) {
-      long long tiles = 0;
-      for (int e = tid; e < a.experts; e += kThreads) tiles += int64_t((table.rows[e] + 8 * c + 7) / (8 * (c + 1))) * nb;
+      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
 #pragma unroll
       for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
-      if (lane == 0) scratch.counts[warp][c] = tiles;
+      if (lane == 0) counts[warp][c] = tiles;
     }
     __syncthreads();
-    if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1)
+    if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1), which fall as the bound grows
       long long total = 0;
-      for (int w = 0; w < kWarps; ++w) total += scratch.counts[w][lane];
-      const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);  // the tile count falls as the bound grows
+      for (int w = 0; w < kScheduleWarps; ++w) total += counts[w][lane];
+      const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);
       const bool widest_fills = __shfl_sync(0xFFFFFFFFu, total, a.max_chunk_rows / 8 - 1) >= a.units;
-      if (lane == 0) scratch.bound = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
+      if (lane == 0) bound_shared = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
     }
     __syncthreads();
-    bound = scratch.bound;
+    bound = bound_shared;
   }
-  // The running count of tiles, kThreads experts at a time: a scan within each warp, then over the
-  // warps' totals, plus what the earlier experts carried.
-  if (tid == 0) scratch.carried = 0;
-  for (int base = 0; base < a.experts; base += kThreads) {
-    const int e = base + tid;
-    const int rows = e < a.experts ? table.rows[e] : 0;
-    const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
-    int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+  const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
+  const int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+  // The walk's order: wider tiles first, then the lower expert; experts without rows last.
+  const int key = (rows > 0 ? chunk : 0) * kMaxExperts + (kMaxExperts - 1 - e);
+  keys[e] = key;
+  __syncthreads();
+  int position = 0;
+  for (int i = 0; i < a.experts; ++i) position += keys[i] > key;
+  if (e < a.experts) tiles_at[position] = tiles;
+  __syncthreads();
+  // Thread p: the running count of tiles up to position p, by a scan within each warp, then over the
+  // warps' totals.
+  int running = e < a.experts ? tiles_at[e] : 0;
 #pragma unroll
-    for (int s = 1; s < 32; s *= 2) {
-      const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
-      if (lane >= s) tiles += x;
-    }
-    if (lane == 31) scratch.warp_tiles[warp] = tiles;
-    __syncthreads();
-    for (int w = 0; w < warp; ++w) tiles += scratch.warp_tiles[w];
-    tiles += scratch.carried;
-    if (e < a.experts) table.tile_end[e] = tiles, table.chunk_rows[e] = chunk;
-    __syncthreads();  // every thread has read carried and warp_tiles
-    if (tid == kThreads - 1) scratch.carried = tiles;
-    __syncthreads();
+  for (int s = 1; s < 32; s *= 2) {
+    const int x = __shfl_up_sync(0xFFFFFFFFu, running, s);
+    if (lane >= s) running += x;
   }
-}
-
-// The schedule into the workspace, before the GEMM (and on sm_90a the prepass) that read it.
-__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
-  __shared__ ScheduleScratch<kScheduleThreads / 32> scratch;
-  build_schedule<kScheduleThreads>(a, ExpertTable(a), scratch);
+  if (lane == 31) warp_tiles[warp] = running;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) running += warp_tiles[w];
+  if (e < a.experts) {
+    const ExpertTable t(a);
+    t.tile_end[e] = running;
+    t.chunk_rows[position] = chunk, t.rows[position] = rows, t.first_row[position] = first, t.first_sf_row[position] = first_sf;
+    t.expert[position] = e;
+  }
 }
 
 // A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
@@ -552,16 +557,14 @@ struct TileJob {
   int m_chunk, n_block;
 };
 
-// The list form: the host's schedule, CTA (or pair) `unit` runs tiles [cta_first_tile[unit], ... [unit + 1]).
+// The list form: the host's schedule, CTA (or pair) `unit` runs tiles cta_first_tile[unit] ... [unit + 1] - 1.
 struct ListTiles {
   const LaunchArgs& args;
   int first, last;
   __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
-  __device__ int begin() const { return first; }
-  __device__ int end() const { return last; }
-  __device__ int step() const { return 1; }
+  __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
-    const Tile t = unpack_tile(args.tiles[i]);
+    const Tile t = unpack_tile(args.tiles[first + i]);
     return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
   }
 };
@@ -572,38 +575,43 @@ struct ExpertLaunchArgs {
   ExpertArgs e;
 };
 
-// The MoE forms: unit runs tiles unit, unit + units, ... of the schedule's tile space.
+// The snake of the MoE forms: CTA `unit` of `units` runs, as its i-th tile, tile walk_tile(i) of
+// the walk; of a walk of `total` tiles, walk_tiles of them.
+__host__ __device__ inline int walk_tile(int i, int unit, int units) { return i * units + (i % 2 ? units - 1 - unit : unit); }
+__host__ __device__ inline int walk_tiles(int total, int unit, int units) {
+  const int rounds = total / units;
+  return rounds + (walk_tile(rounds, unit, units) < total);
+}
+
+// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk.
 struct ExpertTiles {
   const ExpertLaunchArgs& args;
   ExpertTable table;
-  int unit, units, total;
+  int unit, units, tiles;
   __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
-      : args(a), table(a.e), unit(u), units(n), total(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0) {}
-  __device__ int begin() const { return unit; }
-  __device__ int end() const { return total; }
-  __device__ int step() const { return units; }
-  __device__ TileJob job(int t) const {
+      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0, u, n)) {}
+  __device__ int count() const { return tiles; }
+  __device__ TileJob job(int i) const {
     const ExpertArgs& a = args.e;
-    int lo = 0, hi = a.experts - 1;  // the first expert whose tiles end after t
+    const int t = walk_tile(i, unit, units);
+    int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
       if (__ldg(table.tile_end + mid) > t) hi = mid;
       else lo = mid + 1;
     }
-    const int e = lo, nb = n_blocks_of(a);
-    const int local = t - (e ? __ldg(table.tile_end + e - 1) : 0), chunk = __ldg(table.chunk_rows + e), rows = __ldg(table.rows + e);
-    const int first = __ldg(table.first_row + e), m_chunk = local / nb;
-    const int tile_rows = min(chunk, rows - m_chunk * chunk);
-    int box_class = 0;
-    while ((8 << box_class) < tile_rows && box_class + 1 < kABoxClasses) ++box_class;
+    const int p = lo, e = __ldg(table.expert + p), nb = n_blocks_of(a);
+    const int local = t - (p ? __ldg(table.tile_end + p - 1) : 0), chunk = __ldg(table.chunk_rows + p), rows = __ldg(table.rows + p);
+    const int first = __ldg(table.first_row + p), m_chunk = local / nb;
+    const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;
     GroupArgs g;
-    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + e) / 128) * (a.k / 64) * 512;
+    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + p) / 128) * (a.k / 64) * 512;
     g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
     g.c = a.c + int64_t(first) * a.n;
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
-    g.a_box_rows = a.narrow ? 8 << box_class : chunk;
-    return TileJob{g, &args.tmap_a[a.narrow ? box_class : 0], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+    g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
+    return TileJob{g, &args.tmap_a[box_class], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
   }
 };
 
@@ -1101,11 +1109,6 @@ constexpr int kPrepassThreads = 256;
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
-// Programmatic dependent launch: in a plan's graph (a programmatic edge) the GEMM may start while
-// the prepass runs, its launch and set-up overlapping the prepass's tail; only what reads the
-// prepass's output waits for the prepass to finish. After a plain launch the wait returns at once.
-__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
   const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
@@ -1153,14 +1156,16 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   allow_dependent_launch();
   dequantize_rows(args.groups[blockIdx.y]);
 }
-// The MoE forms' prepass: blockIdx.y is the expert, its rows from the schedule (schedule_experts
-// ran before it on the queue).
+// The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
+// beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
+// for this grid only.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  const ExpertTable table(a);
-  const int e = blockIdx.y, first = table.first_row[e];
-  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(table.first_sf_row[e] / 128) * (a.k / 64) * 512,
-                               a.a_half + int64_t(first) * a.k, table.rows[e], a.k});
+  int rows, first, first_sf;
+  expert_rows(a, blockIdx.y, rows, first, first_sf);
+  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
+                               a.a_half + int64_t(first) * a.k, rows, a.k});
+  wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -1239,9 +1244,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
 template <class Tiles>
 __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
-  wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
   uint32_t iter = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
@@ -1271,7 +1275,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   uint32_t frag[2][4][4];
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
@@ -1298,7 +1302,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
@@ -1307,6 +1310,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     fence_barrier_init();
   }
   __syncthreads();
+  // The prepass's fp16 A rows (and in the MoE forms the schedule, which the tile walker reads) are
+  // complete and visible from here.
+  wait_for_prerequisite_grids();
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
     if (threadIdx.x == 0) produce(tiles, smem, bars);
@@ -2230,7 +2237,7 @@ __device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barr
   using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, rank);
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
@@ -2261,7 +2268,7 @@ __device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kSha
   using S = TileShape<kShape>;
   int stage = 0;
   uint32_t tma_phase = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step())
+  for (int i = 0; i < tiles.count(); ++i)
     for (int iter_k = 0; iter_k < tiles.job(i).g.k / kBlockK; ++iter_k) {
       mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
       mbar_arrive_in(bars.tma(stage), 0);
@@ -2286,7 +2293,7 @@ __device__ __forceinline__ void mma_warp(const Tiles& tiles, uint8_t* smem, Barr
   constexpr int kGroup = S::kCtaGroup;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, 0);
     const int n_pieces = pieces<kShape>(tc);
@@ -2367,7 +2374,7 @@ __device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, rank);
     mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);
@@ -3135,45 +3142,76 @@ struct QuantizeArgs {
 };
 constexpr int kQuantizeThreads = 256;
 
-// The nearest-even E2M1 magnitude code of x / s, saturated at 6, NaN giving 0, from |x| against
-// the scale's bounds t * s for the rounding thresholds t = 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5 (ties
-// to even: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4). No division: t * s
-// is exact in fp32 (at most 7 significant bits), and x (fp16 or bf16: at most 11) either equals it
+// Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
+// The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
+template <bool kBf16> struct Pairs;
+template <> struct Pairs<false> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+  static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
+  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
+};
+template <> struct Pairs<true> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+  static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
+  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
+};
+
+// The nearest-even E2M1 magnitude codes of a pair's x / s, saturated at 6, NaN giving 0, found by
+// comparing |x| with the scale's bounds t * s for the rounding thresholds t = 0.25, 0.75, 1.25,
+// 1.75, 2.5, 3.5, 5 (ties to even: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4,
+// 5 -> 4) in a binary search of three compares. No division: t * s is exact in 16 bits (at most 7
+// significant bits, from 2^-11 to 2240), and x (fp16 or bf16: at most 11 bits) either equals it
 // or differs by at least 2^-12 of it, far more than the 2^-24 by which rounding x / s to fp32 could
 // move the quotient, so the rounded quotient passes t exactly when x passes t * s. A zero scale's
-// bounds are NaN, which nothing passes.
+// bounds are NaN, which nothing passes. Each half of the result holds its element's code.
+template <class P>
 struct E2m1Bounds {
-  float t[7];
-  __device__ explicit E2m1Bounds(float s) {
+  uint32_t t[7];  // t_i * s in both halves
+  __host__ __device__ explicit E2m1Bounds(float s) {
     const float thresholds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-#pragma unroll
-    for (int i = 0; i < 7; ++i) t[i] = s > 0.0f ? thresholds[i] * s : __int_as_float(0x7FFFFFFF);
+    for (int i = 0; i < 7; ++i) t[i] = s > 0.0f ? P::both(thresholds[i] * s) : 0x7FFF7FFFu;
   }
-  __device__ uint32_t magnitude(float x) const {
-    const float a = fabsf(x);
-    return uint32_t(a > t[0]) + uint32_t(a >= t[1]) + uint32_t(a > t[2]) + uint32_t(a >= t[3]) + uint32_t(a > t[4]) + uint32_t(a >= t[5]) +
-           uint32_t(a > t[6]);
+  __host__ __device__ uint32_t magnitudes(uint32_t abs_pair) const {
+    const uint32_t four = P::ge(abs_pair, t[3]);                           // code >= 4
+    const uint32_t two = P::ge(abs_pair, (four & t[5]) | (~four & t[1]));  // code % 4 >= 2
+    const uint32_t upper = (two & t[6]) | (~two & t[4]), lower = (two & t[2]) | (~two & t[0]);
+    const uint32_t one = P::gt(abs_pair, (four & upper) | (~four & lower));  // code odd
+    return (four & 0x00040004u) | (two & 0x00020002u) | (one & 0x00010001u);
   }
 };
 
-template <bool kBf16>
-__device__ __forceinline__ void load_16(const void* x, int64_t element, float (&v)[16]) {
-  const uint4* p = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(x) + element);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const uint4 w = __ldcs(p + i);  // read once: evict first
-    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if (kBf16) {
-        const __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&words[j]);
-        v[8 * i + 2 * j] = __bfloat162float(h.x), v[8 * i + 2 * j + 1] = __bfloat162float(h.y);
-      } else {
-        const __half2 h = *reinterpret_cast<const __half2*>(&words[j]);
-        v[8 * i + 2 * j] = __half2float(h.x), v[8 * i + 2 * j + 1] = __half2float(h.y);
-      }
-    }
+// One block of 16 elements (8 pairs, element 2i in the low half of w[i]): its 16 codes, two a byte
+// with the lower element in the low nibble, and its E4M3 scale byte.
+struct QuantizedBlock {
+  uint32_t codes[2];
+  uint8_t scale;
+};
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
+  uint32_t abs_pair[8], amax = 0;
+  for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
+  amax = P::max_nan(amax, P::byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
+  const float amax_f = P::low(amax);
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
+  const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
+  // Per pair, each half's code and sign as a nibble (low half in bits 0-3, high in 16-19), then the
+  // two nibbles as byte 0, four pairs to a word.
+  uint32_t packed[8];
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t nibbles = bounds.magnitudes(abs_pair[i]) | ((w[i] >> 12) & 0x00080008u);
+    packed[i] = nibbles | (nibbles >> 12);
   }
+  QuantizedBlock q;
+  for (int h = 0; h < 2; ++h)
+    q.codes[h] = P::byte_perm(P::byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), P::byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+  q.scale = byte;
+  return q;
 }
 
 // One thread per (row, 16-element block): its 16 codes as 8 bytes and its scale byte. Scale rows
@@ -3194,18 +3232,12 @@ __global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_
       continue;
     }
     const int64_t row = int64_t(b) * a.rows + r;
-    float v[16];
-    load_16<kBf16>(a.x, row * a.k + j * 16, v);
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) amax = fmaxf(amax, isnan(v[i]) ? INFINITY : fabsf(v[i]));
-    const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(__fdiv_rn(amax, 6.0f), __NV_SATFINITE, __NV_E4M3);
-    const E2m1Bounds bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
-    uint32_t codes[2] = {0, 0};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) codes[i / 8] |= ((signbit(v[i]) ? 8u : 0u) | bounds.magnitude(v[i])) << (4 * (i % 8));
-    *reinterpret_cast<uint2*>(a.q + row * (a.k / 2) + j * 8) = uint2{codes[0], codes[1]};
-    *scale = byte;
+    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * a.k + j * 16);
+    const uint4 lo = __ldcs(x), hi = __ldcs(x + 1);  // read once: evict first
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const QuantizedBlock q = quantize_block<Pairs<kBf16>>(w);
+    *reinterpret_cast<uint2*>(a.q + row * (a.k / 2) + j * 8) = uint2{q.codes[0], q.codes[1]};
+    *scale = q.scale;
   }
 }
 }  // namespace nvfp4
@@ -3252,9 +3284,9 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   return true;
 }
 
-// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM,
-// which on sm_90a may start during the prepass. The GEMM reads the schedule without waiting: the
-// prepass, before which it cannot start, began after the schedule was written.
+// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM.
+// On sm_90a the prepass may start during the schedule kernel and the GEMM during the prepass; the
+// GEMM waits for the prepass, which ends after the schedule kernel, before it reads either.
 bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
   if (!check_experts(p, st)) return false;
   if (p.total_rows == 0) return true;
@@ -3278,7 +3310,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
   for (int c = 0; c < (Arch::kPrepass ? kABoxClasses : 1); ++c) {
-    const int box = Arch::kPrepass ? 8 << c : Arch::geometry(shape).a_rows;
+    const int box = Arch::kPrepass ? 8 * (c + 1) : Arch::geometry(shape).a_rows;
     const CUresult r = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[c], e.a_half, p.total_rows, p.k, box)
                                       : Arch::encode_operand(encode, &args.tmap_a[c], p.a, p.total_rows, p.k, box, false);
     if (!encoded(r, "A", p.total_rows, p.k, box, st)) return false;
@@ -3304,7 +3336,9 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
     cudaLaunchConfig_t prepass{};
     prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
     prepass.blockDim = dim3(threads);
-    launch_on(prepass, nullptr, &none, queue, false);
+    cudaLaunchAttribute overlap[1];
+    launch_on(prepass, overlap, &prepass.numAttrs, queue, true);
+    prepass.attrs = overlap;
     NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
   }
   cudaLaunchAttribute attrs[2];
@@ -3527,6 +3561,64 @@ int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
 }
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
+}
+// The MoE forms' snake: the walk's tiles that CTA `unit` of `units` runs, in its order, up to
+// capacity of them into tiles. Returns how many it runs.
+int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity) {
+  const int count = nvfp4::walk_tiles(total, unit, units);
+  for (int i = 0; i < std::min(count, capacity); ++i) tiles[i] = nvfp4::walk_tile(i, unit, units);
+  return count;
+}
+}
+
+namespace nvfp4 {
+// The quantization kernel's pair operations emulated one half at a time, for the host tests
+// (host-and-device code only so that quantize_block may call it; it runs on the host).
+template <bool kBf16>
+struct HostPairs {
+  enum Op { kMax, kGe, kGt };
+  static __host__ __device__ float value(uint32_t bits) {
+    const uint32_t word = bits << 16;
+    float f;
+    memcpy(&f, &word, 4);
+    return kBf16 ? f : __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  }
+  static __host__ __device__ uint32_t half(Op op, uint32_t x, uint32_t y) {
+    const float a = value(x), b = value(y);
+    if (op == kMax) return isnan(a) || isnan(b) ? 0x7FFFu : a >= b ? x : y;
+    return (op == kGe ? a >= b : a > b) ? 0xFFFFu : 0u;
+  }
+  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) { return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16; }
+  static __host__ __device__ uint32_t max_nan(uint32_t a, uint32_t b) { return each(kMax, a, b); }
+  static __host__ __device__ uint32_t ge(uint32_t a, uint32_t b) { return each(kGe, a, b); }
+  static __host__ __device__ uint32_t gt(uint32_t a, uint32_t b) { return each(kGt, a, b); }
+  static __host__ __device__ uint32_t both(float x) {  // x is exact in 16 bits here (E2m1Bounds)
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    bits = kBf16 ? bits >> 16 : __half_as_ushort(__float2half_rn(x));
+    return bits | bits << 16;
+  }
+  static __host__ __device__ float low(uint32_t w) { return value(w & 0xFFFFu); }
+  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
+    const uint64_t bytes = uint64_t(y) << 32 | x;
+    uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) out |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xFFu) << (8 * i);
+    return out;
+  }
+};
+}  // namespace nvfp4
+
+extern "C" {
+// The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
+// (bf16: 1) elements to 8 code bytes and a scale byte each.
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, uint8_t* codes, uint8_t* scales) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint32_t w[8];
+    std::memcpy(w, x + 16 * b, sizeof w);
+    const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
+    std::memcpy(codes + 8 * b, q.codes, 8);
+    scales[b] = q.scale;
+  }
 }
 }
 """

@@ -1,5 +1,6 @@
 """GPU time of the MoE forms against the list form at the same actual sizes, what empty experts
-cost, and nvfp4.quantize's bandwidth (`make moe-bench`, a GPU with a CUDA kernel path).
+cost, the host's time per call, and nvfp4.quantize's bandwidth (`make moe-bench`, a GPU with a CUDA
+kernel path).
 
 Each figure is the median of CUDA-event timings of single calls, each after the L2 cache is flushed
 (a 512 MiB write) and the GPU is held busy for about a millisecond, during which the host issues the
@@ -9,6 +10,7 @@ its plan's CUDA graph.
 """
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -37,6 +39,19 @@ def gpu_time_us(fn, repeats: int = 30) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000)
     return statistics.median(times[3:])
+
+
+def host_us(fn, calls: int = 200) -> float:
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)  # the GPU stays busy: no call waits for it
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def masked_call(a, sfa, b, sfb, masked_m):
@@ -90,6 +105,14 @@ def main() -> None:
                           ("the same 32 among 64 (32 empty)", [8, 0] * 32), ("the same 32 among 256 (224 empty)", ([8] + [0] * 7) * 32)):
         masked_m = torch.tensor(counts, dtype=torch.int32, device="cuda")
         print(f"  {label:36} {gpu_time_us(masked_call(*device_operands(len(counts), 64, 7168, 2048), masked_m)):8.2f} us")
+
+    print("\nhost time per call (median of 200 calls issued while the GPU is busy; the GPU's part is above):")
+    counts = torch.randint(0, 17, (64,), generator=g).tolist()
+    a, sfa, b, sfb = device_operands(64, 64, 7168, 2048)
+    for label, fn in (("masked, 64 experts", masked_call(a, sfa, b, sfb, torch.tensor(counts, dtype=torch.int32, device="cuda"))),
+                      ("list, the same experts", list_call(a, sfa, b, sfb, counts)),
+                      ("quantize [64, 64, 2048]", lambda x=torch.randn(64, 64, 2048, device="cuda").half(): nvfp4.quantize(x))):
+        print(f"  {label:36} {host_us(fn):8.2f} us")
 
     print("\nnvfp4.quantize on [16384, 7168]:")
     big = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")

@@ -1,6 +1,7 @@
 #pragma once
 #include "prelude.cuh"
 #include "launch_params.cuh"
+#include "ptx.cuh"
 
 namespace nvfp4 {
 // ============================================================================ the MoE forms: sizes on the GPU
@@ -11,11 +12,14 @@ namespace nvfp4 {
 // rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
 //
 // A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
-// per expert its rows, first row, first scale row, A rows per tile and the running count of its
-// tiles; the GEMM's persistent CTAs walk the tile space t = unit, unit + units, ... and find the
-// expert of tile t by a binary search in those counts. An expert without rows has no tiles.
-constexpr int kMaxExperts = 1024;       // one schedule thread each
-constexpr int kABoxClasses = 6;         // sm_90a: A is loaded in boxes of 8 << c rows, the smallest that covers the tile
+// the experts in the order their tiles are walked, widest tiles first, each with its rows, first
+// row, first scale row, A rows per tile and the running count of tiles. CTA u of the persistent
+// GEMM runs tile u of the first round of `units` tiles, units - 1 - u of the second, u of the third
+// and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
+// LPT), and finds the expert of a tile by a binary search in the running counts. An expert without
+// rows has no tiles.
+constexpr int kMaxExperts = 1024;   // one schedule thread each
+constexpr int kABoxClasses = 32;    // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
 
 struct ExpertArgs {
   const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
@@ -26,21 +30,22 @@ struct ExpertArgs {
   const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
   __half* c;              // [total_rows][N]
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
-  int* table;             // the schedule: 5 arrays of E ints (ExpertTable)
+  int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
   int units;              // the GEMM's CTAs (each walks every units-th tile)
   int max_chunk_rows;     // the most A rows of a tile
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
-// The schedule in the workspace, written by schedule_experts, read by the prepass and the GEMM.
+// The schedule in the workspace, written by schedule_experts, read by the GEMM: per position in the
+// walk's order, the expert there and its figures.
 struct ExpertTable {
-  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row;
+  int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;
   __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
       : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
-        first_sf_row(a.table + 4 * a.experts) {}
+        first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
 };
-__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(5) * experts * 4 + 255) / 256 * 256; }
+__host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
 __host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
 // Bytes of one expert's B scales.
 __host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
@@ -72,78 +77,70 @@ __device__ __forceinline__ int narrow_chunk(int m, int bound) {
 }
 
 constexpr int kScheduleThreads = kMaxExperts;
+constexpr int kScheduleWarps = kScheduleThreads / 32;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
 
-template <int kWarps>
-struct ScheduleScratch {
-  long long counts[kWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
-  int warp_tiles[kWarps];
-  int bound, carried;
-};
-
-// The schedule of every expert into `table`, by a whole CTA of kThreads threads. With narrow tiles
-// it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles
-// are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. Ends synchronized.
-template <int kThreads>
-__device__ __forceinline__ void build_schedule(const ExpertArgs& a, ExpertTable table, ScheduleScratch<kThreads / 32>& scratch) {
-  constexpr int kWarps = kThreads / 32;
-  static_assert(kThreads % 32 == 0 && kWarps <= 32, "a CTA of whole warps, at most 32");
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nb = n_blocks_of(a);
-  for (int e = tid; e < a.experts; e += kThreads) {
-    int rows, first, first_sf;
-    expert_rows(a, e, rows, first, first_sf);
-    table.rows[e] = rows, table.first_row[e] = first, table.first_sf_row[e] = first_sf;
-  }
-  __syncthreads();
+// One CTA, thread e for expert e, every count in registers. With narrow tiles it picks the bound the
+// host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles are fewer than the
+// GEMM's CTAs; then the smallest bound at which they still fit. The kernels after it may start at
+// once: the sm_90a prepass reads the counts itself, and the GEMM waits for this grid.
+__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+  allow_dependent_launch();
+  __shared__ long long counts[kScheduleWarps][kBoundCandidates];  // per warp and candidate: its experts' tiles
+  __shared__ int keys[kScheduleThreads];                          // per expert: its place in the walk, as a key
+  __shared__ int tiles_at[kScheduleThreads];                      // per position: its expert's tiles
+  __shared__ int warp_tiles[kScheduleWarps];
+  __shared__ int bound_shared;
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32, nb = n_blocks_of(a);
+  int rows = 0, first = 0, first_sf = 0;
+  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
   int bound = a.max_chunk_rows;
   if (a.narrow) {
-#pragma unroll 1
+#pragma unroll
     for (int c = 0; c < kBoundCandidates; ++c) {
-      long long tiles = 0;
-      for (int e = tid; e < a.experts; e += kThreads) tiles += int64_t((table.rows[e] + 8 * c + 7) / (8 * (c + 1))) * nb;
+      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
 #pragma unroll
       for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
-      if (lane == 0) scratch.counts[warp][c] = tiles;
+      if (lane == 0) counts[warp][c] = tiles;
     }
     __syncthreads();
-    if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1)
+    if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1), which fall as the bound grows
       long long total = 0;
-      for (int w = 0; w < kWarps; ++w) total += scratch.counts[w][lane];
-      const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);  // the tile count falls as the bound grows
+      for (int w = 0; w < kScheduleWarps; ++w) total += counts[w][lane];
+      const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);
       const bool widest_fills = __shfl_sync(0xFFFFFFFFu, total, a.max_chunk_rows / 8 - 1) >= a.units;
-      if (lane == 0) scratch.bound = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
+      if (lane == 0) bound_shared = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
     }
     __syncthreads();
-    bound = scratch.bound;
+    bound = bound_shared;
   }
-  // The running count of tiles, kThreads experts at a time: a scan within each warp, then over the
-  // warps' totals, plus what the earlier experts carried.
-  if (tid == 0) scratch.carried = 0;
-  for (int base = 0; base < a.experts; base += kThreads) {
-    const int e = base + tid;
-    const int rows = e < a.experts ? table.rows[e] : 0;
-    const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
-    int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+  const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
+  const int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
+  // The walk's order: wider tiles first, then the lower expert; experts without rows last.
+  const int key = (rows > 0 ? chunk : 0) * kMaxExperts + (kMaxExperts - 1 - e);
+  keys[e] = key;
+  __syncthreads();
+  int position = 0;
+  for (int i = 0; i < a.experts; ++i) position += keys[i] > key;
+  if (e < a.experts) tiles_at[position] = tiles;
+  __syncthreads();
+  // Thread p: the running count of tiles up to position p, by a scan within each warp, then over the
+  // warps' totals.
+  int running = e < a.experts ? tiles_at[e] : 0;
 #pragma unroll
-    for (int s = 1; s < 32; s *= 2) {
-      const int x = __shfl_up_sync(0xFFFFFFFFu, tiles, s);
-      if (lane >= s) tiles += x;
-    }
-    if (lane == 31) scratch.warp_tiles[warp] = tiles;
-    __syncthreads();
-    for (int w = 0; w < warp; ++w) tiles += scratch.warp_tiles[w];
-    tiles += scratch.carried;
-    if (e < a.experts) table.tile_end[e] = tiles, table.chunk_rows[e] = chunk;
-    __syncthreads();  // every thread has read carried and warp_tiles
-    if (tid == kThreads - 1) scratch.carried = tiles;
-    __syncthreads();
+  for (int s = 1; s < 32; s *= 2) {
+    const int x = __shfl_up_sync(0xFFFFFFFFu, running, s);
+    if (lane >= s) running += x;
   }
-}
-
-// The schedule into the workspace, before the GEMM (and on sm_90a the prepass) that read it.
-__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
-  __shared__ ScheduleScratch<kScheduleThreads / 32> scratch;
-  build_schedule<kScheduleThreads>(a, ExpertTable(a), scratch);
+  if (lane == 31) warp_tiles[warp] = running;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) running += warp_tiles[w];
+  if (e < a.experts) {
+    const ExpertTable t(a);
+    t.tile_end[e] = running;
+    t.chunk_rows[position] = chunk, t.rows[position] = rows, t.first_row[position] = first, t.first_sf_row[position] = first_sf;
+    t.expert[position] = e;
+  }
 }
 
 // A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
@@ -156,16 +153,14 @@ struct TileJob {
   int m_chunk, n_block;
 };
 
-// The list form: the host's schedule, CTA (or pair) `unit` runs tiles [cta_first_tile[unit], ... [unit + 1]).
+// The list form: the host's schedule, CTA (or pair) `unit` runs tiles cta_first_tile[unit] ... [unit + 1] - 1.
 struct ListTiles {
   const LaunchArgs& args;
   int first, last;
   __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
-  __device__ int begin() const { return first; }
-  __device__ int end() const { return last; }
-  __device__ int step() const { return 1; }
+  __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
-    const Tile t = unpack_tile(args.tiles[i]);
+    const Tile t = unpack_tile(args.tiles[first + i]);
     return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
   }
 };
@@ -176,38 +171,43 @@ struct ExpertLaunchArgs {
   ExpertArgs e;
 };
 
-// The MoE forms: unit runs tiles unit, unit + units, ... of the schedule's tile space.
+// The snake of the MoE forms: CTA `unit` of `units` runs, as its i-th tile, tile walk_tile(i) of
+// the walk; of a walk of `total` tiles, walk_tiles of them.
+__host__ __device__ inline int walk_tile(int i, int unit, int units) { return i * units + (i % 2 ? units - 1 - unit : unit); }
+__host__ __device__ inline int walk_tiles(int total, int unit, int units) {
+  const int rounds = total / units;
+  return rounds + (walk_tile(rounds, unit, units) < total);
+}
+
+// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk.
 struct ExpertTiles {
   const ExpertLaunchArgs& args;
   ExpertTable table;
-  int unit, units, total;
+  int unit, units, tiles;
   __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
-      : args(a), table(a.e), unit(u), units(n), total(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0) {}
-  __device__ int begin() const { return unit; }
-  __device__ int end() const { return total; }
-  __device__ int step() const { return units; }
-  __device__ TileJob job(int t) const {
+      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0, u, n)) {}
+  __device__ int count() const { return tiles; }
+  __device__ TileJob job(int i) const {
     const ExpertArgs& a = args.e;
-    int lo = 0, hi = a.experts - 1;  // the first expert whose tiles end after t
+    const int t = walk_tile(i, unit, units);
+    int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
       if (__ldg(table.tile_end + mid) > t) hi = mid;
       else lo = mid + 1;
     }
-    const int e = lo, nb = n_blocks_of(a);
-    const int local = t - (e ? __ldg(table.tile_end + e - 1) : 0), chunk = __ldg(table.chunk_rows + e), rows = __ldg(table.rows + e);
-    const int first = __ldg(table.first_row + e), m_chunk = local / nb;
-    const int tile_rows = min(chunk, rows - m_chunk * chunk);
-    int box_class = 0;
-    while ((8 << box_class) < tile_rows && box_class + 1 < kABoxClasses) ++box_class;
+    const int p = lo, e = __ldg(table.expert + p), nb = n_blocks_of(a);
+    const int local = t - (p ? __ldg(table.tile_end + p - 1) : 0), chunk = __ldg(table.chunk_rows + p), rows = __ldg(table.rows + p);
+    const int first = __ldg(table.first_row + p), m_chunk = local / nb;
+    const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;
     GroupArgs g;
-    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + e) / 128) * (a.k / 64) * 512;
+    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + p) / 128) * (a.k / 64) * 512;
     g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
     g.c = a.c + int64_t(first) * a.n;
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
-    g.a_box_rows = a.narrow ? 8 << box_class : chunk;
-    return TileJob{g, &args.tmap_a[a.narrow ? box_class : 0], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+    g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
+    return TileJob{g, &args.tmap_a[box_class], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
   }
 };
 

@@ -198,4 +198,62 @@ int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }
+// The MoE forms' snake: the walk's tiles that CTA `unit` of `units` runs, in its order, up to
+// capacity of them into tiles. Returns how many it runs.
+int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity) {
+  const int count = nvfp4::walk_tiles(total, unit, units);
+  for (int i = 0; i < std::min(count, capacity); ++i) tiles[i] = nvfp4::walk_tile(i, unit, units);
+  return count;
+}
+}
+
+namespace nvfp4 {
+// The quantization kernel's pair operations emulated one half at a time, for the host tests
+// (host-and-device code only so that quantize_block may call it; it runs on the host).
+template <bool kBf16>
+struct HostPairs {
+  enum Op { kMax, kGe, kGt };
+  static __host__ __device__ float value(uint32_t bits) {
+    const uint32_t word = bits << 16;
+    float f;
+    memcpy(&f, &word, 4);
+    return kBf16 ? f : __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  }
+  static __host__ __device__ uint32_t half(Op op, uint32_t x, uint32_t y) {
+    const float a = value(x), b = value(y);
+    if (op == kMax) return isnan(a) || isnan(b) ? 0x7FFFu : a >= b ? x : y;
+    return (op == kGe ? a >= b : a > b) ? 0xFFFFu : 0u;
+  }
+  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) { return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16; }
+  static __host__ __device__ uint32_t max_nan(uint32_t a, uint32_t b) { return each(kMax, a, b); }
+  static __host__ __device__ uint32_t ge(uint32_t a, uint32_t b) { return each(kGe, a, b); }
+  static __host__ __device__ uint32_t gt(uint32_t a, uint32_t b) { return each(kGt, a, b); }
+  static __host__ __device__ uint32_t both(float x) {  // x is exact in 16 bits here (E2m1Bounds)
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    bits = kBf16 ? bits >> 16 : __half_as_ushort(__float2half_rn(x));
+    return bits | bits << 16;
+  }
+  static __host__ __device__ float low(uint32_t w) { return value(w & 0xFFFFu); }
+  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
+    const uint64_t bytes = uint64_t(y) << 32 | x;
+    uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) out |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xFFu) << (8 * i);
+    return out;
+  }
+};
+}  // namespace nvfp4
+
+extern "C" {
+// The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
+// (bf16: 1) elements to 8 code bytes and a scale byte each.
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, uint8_t* codes, uint8_t* scales) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint32_t w[8];
+    std::memcpy(w, x + 16 * b, sizeof w);
+    const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
+    std::memcpy(codes + 8 * b, q.codes, 8);
+    scales[b] = q.scale;
+  }
+}
 }

@@ -5,6 +5,13 @@ namespace nvfp4 {
 // ============================================================================ PTX wrappers (sm_90+)
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
+// Programmatic dependent launch: a kernel launched with programmatic serialization after this one
+// may start once every CTA of this one has called launch_dependents; it waits where it reads this
+// one's output (wait: this grid, and what it wrote, complete). After a plain launch the wait returns
+// at once.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }

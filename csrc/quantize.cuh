@@ -23,45 +23,76 @@ struct QuantizeArgs {
 };
 constexpr int kQuantizeThreads = 256;
 
-// The nearest-even E2M1 magnitude code of x / s, saturated at 6, NaN giving 0, from |x| against
-// the scale's bounds t * s for the rounding thresholds t = 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5 (ties
-// to even: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4). No division: t * s
-// is exact in fp32 (at most 7 significant bits), and x (fp16 or bf16: at most 11) either equals it
+// Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
+// The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
+template <bool kBf16> struct Pairs;
+template <> struct Pairs<false> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+  static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
+  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
+};
+template <> struct Pairs<true> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+  static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
+  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
+};
+
+// The nearest-even E2M1 magnitude codes of a pair's x / s, saturated at 6, NaN giving 0, found by
+// comparing |x| with the scale's bounds t * s for the rounding thresholds t = 0.25, 0.75, 1.25,
+// 1.75, 2.5, 3.5, 5 (ties to even: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4,
+// 5 -> 4) in a binary search of three compares. No division: t * s is exact in 16 bits (at most 7
+// significant bits, from 2^-11 to 2240), and x (fp16 or bf16: at most 11 bits) either equals it
 // or differs by at least 2^-12 of it, far more than the 2^-24 by which rounding x / s to fp32 could
 // move the quotient, so the rounded quotient passes t exactly when x passes t * s. A zero scale's
-// bounds are NaN, which nothing passes.
+// bounds are NaN, which nothing passes. Each half of the result holds its element's code.
+template <class P>
 struct E2m1Bounds {
-  float t[7];
-  __device__ explicit E2m1Bounds(float s) {
+  uint32_t t[7];  // t_i * s in both halves
+  __host__ __device__ explicit E2m1Bounds(float s) {
     const float thresholds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-#pragma unroll
-    for (int i = 0; i < 7; ++i) t[i] = s > 0.0f ? thresholds[i] * s : __int_as_float(0x7FFFFFFF);
+    for (int i = 0; i < 7; ++i) t[i] = s > 0.0f ? P::both(thresholds[i] * s) : 0x7FFF7FFFu;
   }
-  __device__ uint32_t magnitude(float x) const {
-    const float a = fabsf(x);
-    return uint32_t(a > t[0]) + uint32_t(a >= t[1]) + uint32_t(a > t[2]) + uint32_t(a >= t[3]) + uint32_t(a > t[4]) + uint32_t(a >= t[5]) +
-           uint32_t(a > t[6]);
+  __host__ __device__ uint32_t magnitudes(uint32_t abs_pair) const {
+    const uint32_t four = P::ge(abs_pair, t[3]);                           // code >= 4
+    const uint32_t two = P::ge(abs_pair, (four & t[5]) | (~four & t[1]));  // code % 4 >= 2
+    const uint32_t upper = (two & t[6]) | (~two & t[4]), lower = (two & t[2]) | (~two & t[0]);
+    const uint32_t one = P::gt(abs_pair, (four & upper) | (~four & lower));  // code odd
+    return (four & 0x00040004u) | (two & 0x00020002u) | (one & 0x00010001u);
   }
 };
 
-template <bool kBf16>
-__device__ __forceinline__ void load_16(const void* x, int64_t element, float (&v)[16]) {
-  const uint4* p = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(x) + element);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const uint4 w = __ldcs(p + i);  // read once: evict first
-    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if (kBf16) {
-        const __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&words[j]);
-        v[8 * i + 2 * j] = __bfloat162float(h.x), v[8 * i + 2 * j + 1] = __bfloat162float(h.y);
-      } else {
-        const __half2 h = *reinterpret_cast<const __half2*>(&words[j]);
-        v[8 * i + 2 * j] = __half2float(h.x), v[8 * i + 2 * j + 1] = __half2float(h.y);
-      }
-    }
+// One block of 16 elements (8 pairs, element 2i in the low half of w[i]): its 16 codes, two a byte
+// with the lower element in the low nibble, and its E4M3 scale byte.
+struct QuantizedBlock {
+  uint32_t codes[2];
+  uint8_t scale;
+};
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
+  uint32_t abs_pair[8], amax = 0;
+  for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
+  amax = P::max_nan(amax, P::byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
+  const float amax_f = P::low(amax);
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
+  const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
+  // Per pair, each half's code and sign as a nibble (low half in bits 0-3, high in 16-19), then the
+  // two nibbles as byte 0, four pairs to a word.
+  uint32_t packed[8];
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t nibbles = bounds.magnitudes(abs_pair[i]) | ((w[i] >> 12) & 0x00080008u);
+    packed[i] = nibbles | (nibbles >> 12);
   }
+  QuantizedBlock q;
+  for (int h = 0; h < 2; ++h)
+    q.codes[h] = P::byte_perm(P::byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), P::byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+  q.scale = byte;
+  return q;
 }
 
 // One thread per (row, 16-element block): its 16 codes as 8 bytes and its scale byte. Scale rows
@@ -82,18 +113,12 @@ __global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_
       continue;
     }
     const int64_t row = int64_t(b) * a.rows + r;
-    float v[16];
-    load_16<kBf16>(a.x, row * a.k + j * 16, v);
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) amax = fmaxf(amax, isnan(v[i]) ? INFINITY : fabsf(v[i]));
-    const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(__fdiv_rn(amax, 6.0f), __NV_SATFINITE, __NV_E4M3);
-    const E2m1Bounds bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
-    uint32_t codes[2] = {0, 0};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) codes[i / 8] |= ((signbit(v[i]) ? 8u : 0u) | bounds.magnitude(v[i])) << (4 * (i % 8));
-    *reinterpret_cast<uint2*>(a.q + row * (a.k / 2) + j * 8) = uint2{codes[0], codes[1]};
-    *scale = byte;
+    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * a.k + j * 16);
+    const uint4 lo = __ldcs(x), hi = __ldcs(x + 1);  // read once: evict first
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const QuantizedBlock q = quantize_block<Pairs<kBf16>>(w);
+    *reinterpret_cast<uint2*>(a.q + row * (a.k / 2) + j * 8) = uint2{q.codes[0], q.codes[1]};
+    *scale = q.scale;
   }
 }
 }  // namespace nvfp4

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+import nvfp4
 from conftest import ROOT, requires_cuda
 from reference import generate_full_range_input
 from harness.spec import read_cases
@@ -260,6 +261,64 @@ def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, mes
         return
     assert lib.nvfp4_experts_launch(desc, 132, None, None, err, len(err)) == 1
     assert message in err.value.decode(), err.value.decode()
+@pytest.mark.parametrize("total,units", [(0, 132), (1, 132), (131, 132), (132, 132), (448, 132), (256, 132), (1000, 74), (7, 3)])
+def test_the_moe_walk_deals_every_tile_to_one_cta_and_balances_sorted_costs(lib, total, units):
+    """The MoE forms' snake: every tile of the walk to exactly one CTA, each CTA's in walk order; on
+    costs that fall along the walk (the schedule sorts the experts so) no CTA gets more than a
+    quarter of the costs' spread above what greedy LPT gives its busiest CTA (dealing round-robin
+    exceeds that on the larger walks)."""
+    dealt = []
+    for unit in range(units):
+        tiles = (ctypes.c_int * (total // units + 1))()
+        count = lib.nvfp4_expert_walk(total, unit, units, tiles, len(tiles))
+        assert list(tiles[:count]) == sorted(tiles[:count])
+        dealt.append(list(tiles[:count]))
+    assert sorted(t for d in dealt for t in d) == list(range(total))
+    costs = sorted(np.random.default_rng(total).integers(256, 512, total), reverse=True)
+    load = [sum(costs[t] for t in d) for d in dealt]
+    lpt = np.zeros(units, dtype=np.int64)
+    for c in costs:
+        lpt[lpt.argmin()] += c
+    assert max(load, default=0) <= lpt.max() + (max(costs) - min(costs)) // 4 if costs else not any(load)
+
+
+def e2m1_ties_blocks(dtype: torch.dtype) -> torch.Tensor:
+    """Blocks of 16 whose first element (6 s) makes the scale s, for every positive E4M3 s, and whose
+    others are each rounding threshold t * s, one step above and below it, either sign."""
+    from nvfp4.quantize import E2M1_TIES
+
+    scales = torch.arange(1, 0x7F, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+    values = []
+    for t, _ in E2M1_TIES:
+        exact = (t * scales).to(dtype)
+        up, down = torch.nextafter(exact, torch.full_like(exact, 1e4)), torch.nextafter(exact, torch.zeros_like(exact))
+        values += [exact, up, down, -exact, -up, -down]
+    tests = torch.stack(values, 1)  # [126 scales, 42]
+    tests = torch.cat([tests, torch.zeros(len(scales), 3, dtype=dtype)], 1).reshape(len(scales), 3, 15)
+    first = (6 * scales).to(dtype)[:, None, None].expand(-1, 3, 1)
+    return torch.cat([first, tests], 2).reshape(-1, 16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_the_quantize_arithmetic_matches_the_portable_recipe(lib, dtype):
+    """quantize_block, the CUDA kernel's per-block arithmetic (pair compares against t * s in a binary
+    search), on the host with its pair operations emulated: every code and scale byte equal to the
+    recipe's on each rounding threshold of every scale and one step either side, and on blocks of
+    random bits (NaN, inf, subnormals, -0 among them)."""
+    from nvfp4.quantize import new_quantize_outputs, quantize_portable
+
+    random_bits = torch.from_numpy(np.random.default_rng(7).integers(0, 1 << 16, (4096, 16), dtype=np.uint16).view(np.int16))
+    blocks = torch.cat([e2m1_ties_blocks(dtype), random_bits.view(dtype)])
+    blocks = torch.cat([blocks, blocks.new_zeros((-len(blocks)) % 4, 16)])
+    x = blocks.reshape(-1, 64)
+    q, sf = new_quantize_outputs(x)
+    quantize_portable(x, None, q, sf)
+    codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
+    bits = blocks.view(torch.int16).numpy().astype(np.uint16)
+    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16),
+                                      codes.ctypes.data_as(ctypes.c_void_p), scales.ctypes.data_as(ctypes.c_void_p))
+    np.testing.assert_array_equal(codes.reshape(x.shape[0], 32), q.view(torch.uint8).numpy())
+    np.testing.assert_array_equal(scales.reshape(x.shape[0], 4), nvfp4.plain_from_blocked(sf.view(torch.uint8), x.shape[0]).numpy())
 
 
 @requires_cuda

@@ -42,9 +42,9 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   return true;
 }
 
-// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM,
-// which on sm_90a may start during the prepass. The GEMM reads the schedule without waiting: the
-// prepass, before which it cannot start, began after the schedule was written.
+// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM.
+// On sm_90a the prepass may start during the schedule kernel and the GEMM during the prepass; the
+// GEMM waits for the prepass, which ends after the schedule kernel, before it reads either.
 bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
   if (!check_experts(p, st)) return false;
   if (p.total_rows == 0) return true;
@@ -68,7 +68,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
   for (int c = 0; c < (Arch::kPrepass ? kABoxClasses : 1); ++c) {
-    const int box = Arch::kPrepass ? 8 << c : Arch::geometry(shape).a_rows;
+    const int box = Arch::kPrepass ? 8 * (c + 1) : Arch::geometry(shape).a_rows;
     const CUresult r = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[c], e.a_half, p.total_rows, p.k, box)
                                       : Arch::encode_operand(encode, &args.tmap_a[c], p.a, p.total_rows, p.k, box, false);
     if (!encoded(r, "A", p.total_rows, p.k, box, st)) return false;
@@ -94,7 +94,9 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
     cudaLaunchConfig_t prepass{};
     prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
     prepass.blockDim = dim3(threads);
-    launch_on(prepass, nullptr, &none, queue, false);
+    cudaLaunchAttribute overlap[1];
+    launch_on(prepass, overlap, &prepass.numAttrs, queue, true);
+    prepass.attrs = overlap;
     NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
   }
   cudaLaunchAttribute attrs[2];

@@ -76,7 +76,7 @@ __device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barr
   using S = TileShape<kShape>;
   int stage = 0, filled = 0;
   uint32_t mma_phase = 1;  // a fresh barrier's "previous phase" reads as complete
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, rank);
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
@@ -107,7 +107,7 @@ __device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kSha
   using S = TileShape<kShape>;
   int stage = 0;
   uint32_t tma_phase = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step())
+  for (int i = 0; i < tiles.count(); ++i)
     for (int iter_k = 0; iter_k < tiles.job(i).g.k / kBlockK; ++iter_k) {
       mbar_wait_or_trap<true>(bars.tma(stage), tma_phase);
       mbar_arrive_in(bars.tma(stage), 0);
@@ -132,7 +132,7 @@ __device__ __forceinline__ void mma_warp(const Tiles& tiles, uint8_t* smem, Barr
   constexpr int kGroup = S::kCtaGroup;
   int stage = 0, buffer = 0;
   uint32_t tma_phase = 0, epilogue_phase = 1;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, 0);
     const int n_pieces = pieces<kShape>(tc);
@@ -213,7 +213,7 @@ __device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int buffer = 0;
   uint32_t mainloop_phase = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const TileCoords tc = tile_coords<kShape>(job, rank);
     mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);

@@ -42,11 +42,6 @@ constexpr int kPrepassThreads = 256;
 // by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
-// Programmatic dependent launch: in a plan's graph (a programmatic edge) the GEMM may start while
-// the prepass runs, its launch and set-up overlapping the prepass's tail; only what reads the
-// prepass's output waits for the prepass to finish. After a plain launch the wait returns at once.
-__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
   const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
@@ -94,14 +89,16 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   allow_dependent_launch();
   dequantize_rows(args.groups[blockIdx.y]);
 }
-// The MoE forms' prepass: blockIdx.y is the expert, its rows from the schedule (schedule_experts
-// ran before it on the queue).
+// The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
+// beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
+// for this grid only.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  const ExpertTable table(a);
-  const int e = blockIdx.y, first = table.first_row[e];
-  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(table.first_sf_row[e] / 128) * (a.k / 64) * 512,
-                               a.a_half + int64_t(first) * a.k, table.rows[e], a.k});
+  int rows, first, first_sf;
+  expert_rows(a, blockIdx.y, rows, first, first_sf);
+  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
+                               a.a_half + int64_t(first) * a.k, rows, a.k});
+  wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -180,9 +177,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
 template <class Tiles>
 __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
-  wait_for_prerequisite_grids();  // the prepass's fp16 A rows are complete and visible
   uint32_t iter = 0;
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
@@ -212,7 +208,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   uint32_t frag[2][4][4];
-  for (int i = tiles.begin(); i < tiles.end(); i += tiles.step()) {
+  for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
@@ -239,7 +235,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers bars{smem_u32(smem + kSmemBarriers)};
-  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bars.full(s), 1);
@@ -248,6 +243,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     fence_barrier_init();
   }
   __syncthreads();
+  // The prepass's fp16 A rows (and in the MoE forms the schedule, which the tile walker reads) are
+  // complete and visible from here.
+  wait_for_prerequisite_grids();
+  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
     if (threadIdx.x == 0) produce(tiles, smem, bars);
