@@ -456,9 +456,11 @@ __host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { r
 
 // Expert e's rows, first row and first scale row, from the counts as given. Counts the layout cannot
 // hold give the expert no rows (its rows of C are not written): a masked count is clamped to
-// [0, rows_per_expert]; an offset expert needs 0 <= offsets[e] <= offsets[e + 1] <= total_rows and
-// its scale rows, from a multiple of 128, inside the sf_rows of sfa.
-__device__ __forceinline__ void expert_rows(const ExpertArgs& a, int e, int& rows, int& first, int& first_sf) {
+// [0, rows_per_expert]; an offset expert needs 0 <= offsets[e] <= offsets[e + 1] <= total_rows, its
+// first row at or past every earlier expert's (`earlier`: the most of offsets[0 .. e - 1], 0 for
+// the first), so that no two experts claim a row, and its scale rows, from a multiple of 128,
+// inside the sf_rows of sfa.
+__device__ __forceinline__ void expert_rows(const ExpertArgs& a, int e, int earlier, int& rows, int& first, int& first_sf) {
   if (a.masked_m) {
     rows = min(max(a.masked_m[e], 0), a.rows_per_expert);
     first = e * a.rows_per_expert;
@@ -467,7 +469,7 @@ __device__ __forceinline__ void expert_rows(const ExpertArgs& a, int e, int& row
   }
   first = a.offsets[e], first_sf = a.sf_offsets[e];
   const int end = a.offsets[e + 1];
-  const bool valid = 0 <= first && first <= end && end <= a.total_rows && first_sf >= 0 && first_sf % 128 == 0 &&
+  const bool valid = 0 <= first && earlier <= first && first <= end && end <= a.total_rows && first_sf >= 0 && first_sf % 128 == 0 &&
                      int64_t(first_sf) + (end - first) <= a.sf_rows;
   rows = valid ? end - first : 0;
   if (!valid) first = 0, first_sf = 0;
@@ -480,37 +482,56 @@ __device__ __forceinline__ int narrow_chunk(int m, int bound) {
   return ((m + chunks - 1) / chunks + 7) / 8 * 8;
 }
 
-constexpr int kScheduleThreads = kMaxExperts;
-constexpr int kScheduleWarps = kScheduleThreads / 32;
+constexpr int kScheduleWarps = kMaxExperts / 32;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
+constexpr int kWidthClasses = 34;     // a tile width / 8 (1 to 32); 0: an expert without rows; 33: a thread past the experts
 
-// One CTA, thread e for expert e, every count in registers. With narrow tiles it picks the bound the
-// host schedule would (choose_chunk_rows): max_chunk_rows, unless the tiles are fewer than the
-// GEMM's CTAs; then the smallest bound at which they still fit. The kernels after it may start at
-// once: the sm_90a prepass reads the counts itself, and the GEMM waits for this grid.
-__global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __grid_constant__ ExpertArgs a) {
+// One CTA of a thread per expert (rounded up to whole warps), every count in registers. With narrow
+// tiles it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the
+// tiles are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. It orders
+// the experts by tile width, widest first, then by index, experts without rows last, counting its
+// place among the widths instead of comparing with every other expert. Every tile count stays below
+// 2^31 (check_experts), so sums are 32-bit. The kernels after it may start at once: the sm_90a
+// prepass reads the counts itself, and the GEMM waits for this grid.
+__global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  __shared__ long long counts[kScheduleWarps][kBoundCandidates];  // per warp and candidate: its experts' tiles
-  __shared__ int keys[kScheduleThreads];                          // per expert: its place in the walk, as a key
-  __shared__ int tiles_at[kScheduleThreads];                      // per position: its expert's tiles
-  __shared__ int warp_tiles[kScheduleWarps];
+  __shared__ int counts[kScheduleWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
+  __shared__ int widths[kScheduleWarps][kWidthClasses];     // per warp and width: its experts, then those of earlier warps
+  __shared__ int width_start[kWidthClasses];                // per width: the experts of wider tiles
+  __shared__ int tiles_at[kMaxExperts];                     // per position: its expert's tiles
+  __shared__ int per_warp[kScheduleWarps];                  // a warp's last running value (max, then sum)
   __shared__ int bound_shared;
-  const int e = threadIdx.x, warp = e / 32, lane = e % 32, nb = n_blocks_of(a);
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32, warps = blockDim.x / 32, nb = n_blocks_of(a);
+  const bool is_expert = e < a.experts;
+  // The offset form: the most first row of the experts before e (an exclusive max scan).
+  int earlier = 0;
+  if (!a.masked_m) {
+    int most = is_expert ? a.offsets[e] : 0;
+#pragma unroll
+    for (int s = 1; s < 32; s *= 2) {
+      const int x = __shfl_up_sync(0xFFFFFFFFu, most, s);
+      if (lane >= s) most = max(most, x);
+    }
+    if (lane == 31) per_warp[warp] = most;
+    __syncthreads();
+    const int before = __shfl_up_sync(0xFFFFFFFFu, most, 1);
+    earlier = lane ? before : 0;
+    for (int w = 0; w < warp; ++w) earlier = max(earlier, per_warp[w]);
+    __syncthreads();  // per_warp is written again below
+  }
   int rows = 0, first = 0, first_sf = 0;
-  if (e < a.experts) expert_rows(a, e, rows, first, first_sf);
+  if (is_expert) expert_rows(a, e, earlier, rows, first, first_sf);
   int bound = a.max_chunk_rows;
   if (a.narrow) {
 #pragma unroll
     for (int c = 0; c < kBoundCandidates; ++c) {
-      long long tiles = int64_t((rows + 8 * c + 7) / (8 * (c + 1))) * nb;
-#pragma unroll
-      for (int s = 16; s > 0; s /= 2) tiles += __shfl_xor_sync(0xFFFFFFFFu, tiles, s);
+      const int tiles = __reduce_add_sync(0xFFFFFFFFu, (rows + 8 * c + 7) / (8 * (c + 1)) * nb);
       if (lane == 0) counts[warp][c] = tiles;
     }
     __syncthreads();
     if (warp == 0) {  // lane c: the tiles under the bound 8 (c + 1), which fall as the bound grows
-      long long total = 0;
-      for (int w = 0; w < kScheduleWarps; ++w) total += counts[w][lane];
+      int total = 0;
+      for (int w = 0; w < warps; ++w) total += counts[w][lane];
       const unsigned fits = __ballot_sync(0xFFFFFFFFu, total <= a.units);
       const bool widest_fills = __shfl_sync(0xFFFFFFFFu, total, a.max_chunk_rows / 8 - 1) >= a.units;
       if (lane == 0) bound_shared = widest_fills ? a.max_chunk_rows : 8 * __ffs(fits);
@@ -520,13 +541,35 @@ __global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __gri
   }
   const int chunk = a.narrow && rows > 0 ? narrow_chunk(rows, bound) : a.max_chunk_rows;
   const int tiles = rows > 0 ? (rows + chunk - 1) / chunk * nb : 0;
-  // The walk's order: wider tiles first, then the lower expert; experts without rows last.
-  const int key = (rows > 0 ? chunk : 0) * kMaxExperts + (kMaxExperts - 1 - e);
-  keys[e] = key;
+  // The place in the walk: experts of wider tiles, then those of this width in earlier warps, then
+  // in earlier lanes of this warp.
+  const int width = !is_expert ? kWidthClasses - 1 : rows > 0 ? chunk / 8 : 0;
+  for (int i = e; i < kScheduleWarps * kWidthClasses; i += blockDim.x) (&widths[0][0])[i] = 0;
   __syncthreads();
-  int position = 0;
-  for (int i = 0; i < a.experts; ++i) position += keys[i] > key;
-  if (e < a.experts) tiles_at[position] = tiles;
+  const unsigned same = __match_any_sync(0xFFFFFFFFu, width);
+  if (lane == __ffs(same) - 1) widths[warp][width] = __popc(same);
+  __syncthreads();
+  for (int c = e; c < kWidthClasses; c += blockDim.x) {  // per warp, the experts of width c in the warps before it
+    int running = 0;
+    for (int w = 0; w < warps; ++w) {
+      const int here = widths[w][c];
+      widths[w][c] = running;
+      running += here;
+    }
+    width_start[c] = running;  // for now: the experts of width c
+  }
+  __syncthreads();
+  if (e == 0) {  // the experts of wider tiles, widest first; threads past the experts come last
+    int wider = 0;
+    for (int c = kWidthClasses - 2; c >= 0; --c) {
+      const int here = width_start[c];
+      width_start[c] = wider;
+      wider += here;
+    }
+  }
+  __syncthreads();
+  const int position = width_start[width] + widths[warp][width] + __popc(same & ((1u << lane) - 1));
+  if (is_expert) tiles_at[position] = tiles;
   __syncthreads();
   // Thread p: the running count of tiles up to position p, by a scan within each warp, then over the
   // warps' totals.
@@ -536,10 +579,10 @@ __global__ void __launch_bounds__(kScheduleThreads) schedule_experts(const __gri
     const int x = __shfl_up_sync(0xFFFFFFFFu, running, s);
     if (lane >= s) running += x;
   }
-  if (lane == 31) warp_tiles[warp] = running;
+  if (lane == 31) per_warp[warp] = running;
   __syncthreads();
-  for (int w = 0; w < warp; ++w) running += warp_tiles[w];
-  if (e < a.experts) {
+  for (int w = 0; w < warp; ++w) running += per_warp[w];
+  if (is_expert) {
     const ExpertTable t(a);
     t.tile_end[e] = running;
     t.chunk_rows[position] = chunk, t.rows[position] = rows, t.first_row[position] = first, t.first_sf_row[position] = first_sf;
@@ -1158,14 +1201,24 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
 }
 // The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
 // beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
-// for this grid only.
+// for this grid only, which cannot end before its first CTA, the one that waits for the schedule.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
+  __shared__ int most[kPrepassThreads / 32];
+  const int e = blockIdx.y;
+  int earlier = 0;  // the offset form: the most first row of the experts before e
+  if (!a.masked_m) {
+    for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
+    earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
+    if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
+    __syncthreads();
+    for (int w = 0; w < kPrepassThreads / 32; ++w) earlier = max(earlier, most[w]);
+  }
   int rows, first, first_sf;
-  expert_rows(a, blockIdx.y, rows, first, first_sf);
+  expert_rows(a, e, earlier, rows, first, first_sf);
   dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
                                a.a_half + int64_t(first) * a.k, rows, a.k});
-  wait_for_prerequisite_grids();
+  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -3321,7 +3374,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
 
   cudaLaunchConfig_t schedule{};
   schedule.gridDim = dim3(1);
-  schedule.blockDim = dim3(kScheduleThreads);
+  schedule.blockDim = dim3(unsigned((p.experts + 31) / 32 * 32));  // a thread per expert, whole warps
   unsigned none = 0;
   launch_on(schedule, nullptr, &none, queue, false);
   void* expert_argv[] = {&e};

@@ -105,10 +105,13 @@ def sf_rows_capacity(total_m: int, experts: int) -> int:
 
 
 def _expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total: int, sf_rows: int):
-    """Per row of A: its expert (-1: none, or one whose counts the layout cannot hold) and its scale row."""
+    """Per row of A: its expert (-1: none, or one whose counts the layout cannot hold) and its scale row.
+    An expert whose first row lies before an earlier expert's holds none, so no row has two experts."""
     rows = torch.arange(total, device=expert_offsets.device, dtype=torch.int32)
     first, end = expert_offsets[:-1], expert_offsets[1:]
-    valid = (first >= 0) & (first <= end) & (end <= total) & (sf_offsets >= 0) & (sf_offsets % 128 == 0) & (sf_offsets + end - first <= sf_rows)
+    earlier = torch.cat([first.new_zeros(1), first.cummax(0).values[:-1].clamp(min=0)])
+    valid = ((first >= earlier) & (first <= end) & (end <= total) & (sf_offsets >= 0) & (sf_offsets % 128 == 0) &
+             (sf_offsets + end - first <= sf_rows))
     inside = (rows[:, None] >= first[None, :]) & (rows[:, None] < end[None, :]) & valid[None, :]
     expert = torch.where(inside.any(1), inside.int().argmax(1), -1)
     safe = expert.clamp(min=0)

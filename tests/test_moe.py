@@ -97,6 +97,24 @@ def test_offset_form_is_exact():
     assert_offsets_exact(out, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
 
 
+def test_an_expert_starting_before_an_earlier_one_gets_no_rows():
+    """Offsets that go back (0, 10, 5, 12, 20): expert 1 ends before it starts and expert 2 starts
+    inside expert 0, so neither has rows (no row of C has two experts writing it); experts 0 and 3
+    are exact and rows 10 and 11, which no valid expert holds, are not written."""
+    a, sfa, b, sfb, _ = moe_operands(4, 20, 64, 256, seed=5)
+    a_off = a.view(torch.uint8)[0].contiguous().view(torch.float4_e2m1fn_x2)  # 20 rows
+    sfa_off = torch.cat([sfa[0]] * 4)  # four blocks of 128 scale rows: every expert's own
+    offsets = torch.tensor([0, 10, 5, 12, 20], dtype=torch.int32, device=DEVICE)
+    sf_offsets = torch.tensor([0, 128, 256, 384], dtype=torch.int32, device=DEVICE)
+    out = nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=poisoned(20, 64))
+    counts = torch.tensor([10, 0, 0, 8], dtype=torch.int32)
+    first, sf_first = [0, 10, 5, 12], [0, 128, 256, 384]
+    failure = expert_mismatch(lambda e: out[first[e]:first[e] + counts[e]], lambda e: a_off[first[e]:first[e] + counts[e]],
+                              lambda e: sfa_off[sf_first[e] // 128:], b, sfb, counts)
+    assert failure is None, failure
+    assert out[10:12].isnan().all()
+
+
 def test_offset_layout_pads_each_experts_scale_rows_to_128():
     offsets, sf_offsets = nvfp4.offset_layout(torch.tensor([5, 0, 129, 128], dtype=torch.int32))
     assert offsets.tolist() == [0, 5, 5, 134, 262]

@@ -79,7 +79,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
 
   cudaLaunchConfig_t schedule{};
   schedule.gridDim = dim3(1);
-  schedule.blockDim = dim3(kScheduleThreads);
+  schedule.blockDim = dim3(unsigned((p.experts + 31) / 32 * 32));  // a thread per expert, whole warps
   unsigned none = 0;
   launch_on(schedule, nullptr, &none, queue, false);
   void* expert_argv[] = {&e};

@@ -91,14 +91,24 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
 }
 // The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
 // beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
-// for this grid only.
+// for this grid only, which cannot end before its first CTA, the one that waits for the schedule.
 __global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
+  __shared__ int most[kPrepassThreads / 32];
+  const int e = blockIdx.y;
+  int earlier = 0;  // the offset form: the most first row of the experts before e
+  if (!a.masked_m) {
+    for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
+    earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
+    if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
+    __syncthreads();
+    for (int w = 0; w < kPrepassThreads / 32; ++w) earlier = max(earlier, most[w]);
+  }
   int rows, first, first_sf;
-  expert_rows(a, blockIdx.y, rows, first, first_sf);
+  expert_rows(a, e, earlier, rows, first, first_sf);
   dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
                                a.a_half + int64_t(first) * a.k, rows, a.k});
-  wait_for_prerequisite_grids();
+  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
