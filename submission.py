@@ -415,8 +415,8 @@ namespace nvfp4 {
 // + masked_m[e] of A and C and scale rows from e * round_up(rows_per_expert, 128); the offset form
 // rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
 //
-// A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
-// the experts in the order their tiles are walked, widest tiles first, each with its rows, first
+// One CTA (build_schedule) reads the counts and writes the schedule into the workspace: the
+// experts in the order their tiles are walked, widest tiles first, each with its rows, first
 // row, first scale row, A rows per tile and the running count of tiles. CTA u of the persistent
 // GEMM runs tile u of the first round of `units` tiles, units - 1 - u of the second, u of the third
 // and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
@@ -486,15 +486,13 @@ constexpr int kScheduleWarps = kMaxExperts / 32;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
 constexpr int kWidthClasses = 34;     // a tile width / 8 (1 to 32); 0: an expert without rows; 33: a thread past the experts
 
-// One CTA of a thread per expert (rounded up to whole warps), every count in registers. With narrow
-// tiles it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the
-// tiles are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. It orders
-// the experts by tile width, widest first, then by index, experts without rows last, counting its
-// place among the widths instead of comparing with every other expert. Every tile count stays below
-// 2^31 (check_experts), so sums are 32-bit. The kernels after it may start at once: the sm_90a
-// prepass reads the counts itself, and the GEMM waits for this grid.
-__global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) {
-  allow_dependent_launch();
+// The schedule, by a CTA of at least a thread per expert (whole warps), every count in registers.
+// With narrow tiles it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows,
+// unless the tiles are fewer than the GEMM's CTAs; then the smallest bound at which they still fit.
+// It orders the experts by tile width, widest first, then by index, experts without rows last,
+// counting its place among the widths instead of comparing with every other expert. Every tile
+// count stays below 2^31 (check_experts), so sums are 32-bit.
+__device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   __shared__ int counts[kScheduleWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
   __shared__ int widths[kScheduleWarps][kWidthClasses];     // per warp and width: its experts, then those of earlier warps
   __shared__ int width_start[kWidthClasses];                // per width: the experts of wider tiles
@@ -626,13 +624,16 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
   return rounds + (walk_tile(rounds, unit, units) < total);
 }
 
-// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk.
+// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk. The
+// schedule is read with plain loads: on sm_90a the grid that writes it may still run when the GEMM
+// starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
+// fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;
   __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
-      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0, u, n)) {}
+      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? table.tile_end[a.e.experts - 1] : 0, u, n)) {}
   __device__ int count() const { return tiles; }
   __device__ TileJob job(int i) const {
     const ExpertArgs& a = args.e;
@@ -640,15 +641,15 @@ struct ExpertTiles {
     int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (__ldg(table.tile_end + mid) > t) hi = mid;
+      if (table.tile_end[mid] > t) hi = mid;
       else lo = mid + 1;
     }
-    const int p = lo, e = __ldg(table.expert + p), nb = n_blocks_of(a);
-    const int local = t - (p ? __ldg(table.tile_end + p - 1) : 0), chunk = __ldg(table.chunk_rows + p), rows = __ldg(table.rows + p);
-    const int first = __ldg(table.first_row + p), m_chunk = local / nb;
+    const int p = lo, e = table.expert[p], nb = n_blocks_of(a);
+    const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
+    const int first = table.first_row[p], m_chunk = local / nb;
     const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;
     GroupArgs g;
-    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + p) / 128) * (a.k / 64) * 512;
+    g.sfa = a.sfa + int64_t(table.first_sf_row[p] / 128) * (a.k / 64) * 512;
     g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
     g.c = a.c + int64_t(first) * a.n;
     g.m = rows, g.n = a.n, g.k = a.k;
@@ -1199,26 +1200,29 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   allow_dependent_launch();
   dequantize_rows(args.groups[blockIdx.y]);
 }
-// The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
-// beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
-// for this grid only, which cannot end before its first CTA, the one that waits for the schedule.
-__global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
+// The MoE forms' prepass and schedule, one grid: blockIdx.y < E dequantizes expert y's rows, read
+// from the counts; CTA (0, E) writes the schedule. The GEMM waits for this grid, so for both. A CTA
+// has at least a thread per expert (build_schedule).
+__global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  __shared__ int most[kPrepassThreads / 32];
   const int e = blockIdx.y;
+  if (e == a.experts) {
+    if (blockIdx.x == 0) build_schedule(a);
+    return;
+  }
+  __shared__ int most[kMaxExperts / 32];
   int earlier = 0;  // the offset form: the most first row of the experts before e
   if (!a.masked_m) {
     for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
     earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
     if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
     __syncthreads();
-    for (int w = 0; w < kPrepassThreads / 32; ++w) earlier = max(earlier, most[w]);
+    for (int w = 0; w < int(blockDim.x / 32); ++w) earlier = max(earlier, most[w]);
   }
   int rows, first, first_sf;
   expert_rows(a, e, earlier, rows, first, first_sf);
   dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
                                a.a_half + int64_t(first) * a.k, rows, a.k});
-  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -1406,7 +1410,8 @@ struct Arch {
   // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
   static int expert_shape(int /*most_rows*/) { return 0; }
   static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
-  static const void* expert_prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_expert_rows); }
+  // The kernel before the MoE GEMM: the prepass of the experts' rows and the schedule, one grid.
+  static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
@@ -2498,6 +2503,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_after_sync();
   if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
+
+// The MoE forms' schedule, one CTA, before their GEMM (launched plainly after it).
+__global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) { build_schedule(a); }
 }  // namespace sm100
 
 struct Arch {
@@ -2562,7 +2570,8 @@ struct Arch {
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
                                     : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
   }
-  static const void* expert_prepass_kernel() { return nullptr; }
+  // The kernel before the MoE GEMM: the schedule alone, one CTA.
+  static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm100::schedule_experts); }
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }
@@ -3035,11 +3044,9 @@ bool prepare_kernels(Status& st) {
                                                   Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
-  if (Arch::kPrepass) {
-    cudaFuncAttributes attributes;
-    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
-    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_prepass_kernel()));
-  }
+  cudaFuncAttributes attributes;
+  if (Arch::kPrepass) NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
+  NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_schedule_kernel()));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;
@@ -3337,9 +3344,9 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   return true;
 }
 
-// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM.
-// On sm_90a the prepass may start during the schedule kernel and the GEMM during the prepass; the
-// GEMM waits for the prepass, which ends after the schedule kernel, before it reads either.
+// On sm_90a one grid that dequantizes every expert's rows and writes the schedule, then the
+// persistent GEMM, which may start during it and waits for it before it reads either. On sm_100a
+// the schedule kernel, then the GEMM.
 bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
   if (!check_experts(p, st)) return false;
   if (p.total_rows == 0) return true;
@@ -3372,28 +3379,24 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
                Arch::kTileN, st))
     return false;
 
+  // The schedule, on sm_90a in one grid with the prepass: as the list form's prepass, one thread per
+  // 16-byte chunk of the most rows an expert can have, at most ~16 blocks per SM over all experts
+  // (blocks past an expert's rows return at once), and one more row of blocks, of which the first
+  // writes the schedule; every block has at least a thread per expert.
+  const int schedule_threads = (p.experts + 31) / 32 * 32;
   cudaLaunchConfig_t schedule{};
   schedule.gridDim = dim3(1);
-  schedule.blockDim = dim3(unsigned((p.experts + 31) / 32 * 32));  // a thread per expert, whole warps
+  schedule.blockDim = dim3(unsigned(std::max(Arch::kPrepassThreads, schedule_threads)));
+  if (Arch::kPrepass) {
+    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
+    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x,
+                                                                      ceil_div(16 * num_sms, p.experts))));
+    schedule.gridDim = dim3(unsigned(per_expert), unsigned(p.experts + 1));
+  }
   unsigned none = 0;
   launch_on(schedule, nullptr, &none, queue, false);
   void* expert_argv[] = {&e};
-  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, reinterpret_cast<const void*>(&schedule_experts), expert_argv));
-  if (Arch::kPrepass) {
-    constexpr int threads = std::max(Arch::kPrepassThreads, 1);
-    // As the list form's: one thread per 16-byte chunk of the most rows an expert can have, at most
-    // ~16 blocks per SM over all experts; blocks past an expert's rows return at once.
-    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
-    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + threads - 1) / threads,
-                                                                      ceil_div(16 * num_sms, p.experts))));
-    cudaLaunchConfig_t prepass{};
-    prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
-    prepass.blockDim = dim3(threads);
-    cudaLaunchAttribute overlap[1];
-    launch_on(prepass, overlap, &prepass.numAttrs, queue, true);
-    prepass.attrs = overlap;
-    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
-  }
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, Arch::expert_schedule_kernel(), expert_argv));
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
   launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);

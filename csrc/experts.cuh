@@ -11,8 +11,8 @@ namespace nvfp4 {
 // + masked_m[e] of A and C and scale rows from e * round_up(rows_per_expert, 128); the offset form
 // rows offsets[e] .. offsets[e + 1] and scale rows from sf_offsets[e] (docs/MOE.md).
 //
-// A one-CTA kernel (schedule_experts) reads the counts and writes the schedule into the workspace:
-// the experts in the order their tiles are walked, widest tiles first, each with its rows, first
+// One CTA (build_schedule) reads the counts and writes the schedule into the workspace: the
+// experts in the order their tiles are walked, widest tiles first, each with its rows, first
 // row, first scale row, A rows per tile and the running count of tiles. CTA u of the persistent
 // GEMM runs tile u of the first round of `units` tiles, units - 1 - u of the second, u of the third
 // and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
@@ -82,15 +82,13 @@ constexpr int kScheduleWarps = kMaxExperts / 32;
 constexpr int kBoundCandidates = 32;  // bounds 8, 16, ..., 256
 constexpr int kWidthClasses = 34;     // a tile width / 8 (1 to 32); 0: an expert without rows; 33: a thread past the experts
 
-// One CTA of a thread per expert (rounded up to whole warps), every count in registers. With narrow
-// tiles it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows, unless the
-// tiles are fewer than the GEMM's CTAs; then the smallest bound at which they still fit. It orders
-// the experts by tile width, widest first, then by index, experts without rows last, counting its
-// place among the widths instead of comparing with every other expert. Every tile count stays below
-// 2^31 (check_experts), so sums are 32-bit. The kernels after it may start at once: the sm_90a
-// prepass reads the counts itself, and the GEMM waits for this grid.
-__global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) {
-  allow_dependent_launch();
+// The schedule, by a CTA of at least a thread per expert (whole warps), every count in registers.
+// With narrow tiles it picks the bound the host schedule would (choose_chunk_rows): max_chunk_rows,
+// unless the tiles are fewer than the GEMM's CTAs; then the smallest bound at which they still fit.
+// It orders the experts by tile width, widest first, then by index, experts without rows last,
+// counting its place among the widths instead of comparing with every other expert. Every tile
+// count stays below 2^31 (check_experts), so sums are 32-bit.
+__device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   __shared__ int counts[kScheduleWarps][kBoundCandidates];  // per warp and bound candidate: its experts' tiles
   __shared__ int widths[kScheduleWarps][kWidthClasses];     // per warp and width: its experts, then those of earlier warps
   __shared__ int width_start[kWidthClasses];                // per width: the experts of wider tiles
@@ -222,13 +220,16 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
   return rounds + (walk_tile(rounds, unit, units) < total);
 }
 
-// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk.
+// The MoE forms' tiles of one CTA (sm_100a: one pair), by the snake over the schedule's walk. The
+// schedule is read with plain loads: on sm_90a the grid that writes it may still run when the GEMM
+// starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
+// fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;
   __device__ ExpertTiles(const ExpertLaunchArgs& a, int u, int n)
-      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? __ldg(table.tile_end + a.e.experts - 1) : 0, u, n)) {}
+      : args(a), table(a.e), unit(u), units(n), tiles(walk_tiles(a.e.experts ? table.tile_end[a.e.experts - 1] : 0, u, n)) {}
   __device__ int count() const { return tiles; }
   __device__ TileJob job(int i) const {
     const ExpertArgs& a = args.e;
@@ -236,15 +237,15 @@ struct ExpertTiles {
     int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (__ldg(table.tile_end + mid) > t) hi = mid;
+      if (table.tile_end[mid] > t) hi = mid;
       else lo = mid + 1;
     }
-    const int p = lo, e = __ldg(table.expert + p), nb = n_blocks_of(a);
-    const int local = t - (p ? __ldg(table.tile_end + p - 1) : 0), chunk = __ldg(table.chunk_rows + p), rows = __ldg(table.rows + p);
-    const int first = __ldg(table.first_row + p), m_chunk = local / nb;
+    const int p = lo, e = table.expert[p], nb = n_blocks_of(a);
+    const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
+    const int first = table.first_row[p], m_chunk = local / nb;
     const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;
     GroupArgs g;
-    g.sfa = a.sfa + int64_t(__ldg(table.first_sf_row + p) / 128) * (a.k / 64) * 512;
+    g.sfa = a.sfa + int64_t(table.first_sf_row[p] / 128) * (a.k / 64) * 512;
     g.sfb = a.sfb + int64_t(e) * sfb_bytes_per_expert(a);
     g.c = a.c + int64_t(first) * a.n;
     g.m = rows, g.n = a.n, g.k = a.k;

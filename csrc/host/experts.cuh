@@ -42,9 +42,9 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   return true;
 }
 
-// The schedule (one CTA), on sm_90a the prepass of every expert's rows, then the persistent GEMM.
-// On sm_90a the prepass may start during the schedule kernel and the GEMM during the prepass; the
-// GEMM waits for the prepass, which ends after the schedule kernel, before it reads either.
+// On sm_90a one grid that dequantizes every expert's rows and writes the schedule, then the
+// persistent GEMM, which may start during it and waits for it before it reads either. On sm_100a
+// the schedule kernel, then the GEMM.
 bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue queue, Status& st) {
   if (!check_experts(p, st)) return false;
   if (p.total_rows == 0) return true;
@@ -77,28 +77,24 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
                Arch::kTileN, st))
     return false;
 
+  // The schedule, on sm_90a in one grid with the prepass: as the list form's prepass, one thread per
+  // 16-byte chunk of the most rows an expert can have, at most ~16 blocks per SM over all experts
+  // (blocks past an expert's rows return at once), and one more row of blocks, of which the first
+  // writes the schedule; every block has at least a thread per expert.
+  const int schedule_threads = (p.experts + 31) / 32 * 32;
   cudaLaunchConfig_t schedule{};
   schedule.gridDim = dim3(1);
-  schedule.blockDim = dim3(unsigned((p.experts + 31) / 32 * 32));  // a thread per expert, whole warps
+  schedule.blockDim = dim3(unsigned(std::max(Arch::kPrepassThreads, schedule_threads)));
+  if (Arch::kPrepass) {
+    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
+    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x,
+                                                                      ceil_div(16 * num_sms, p.experts))));
+    schedule.gridDim = dim3(unsigned(per_expert), unsigned(p.experts + 1));
+  }
   unsigned none = 0;
   launch_on(schedule, nullptr, &none, queue, false);
   void* expert_argv[] = {&e};
-  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, reinterpret_cast<const void*>(&schedule_experts), expert_argv));
-  if (Arch::kPrepass) {
-    constexpr int threads = std::max(Arch::kPrepassThreads, 1);
-    // As the list form's: one thread per 16-byte chunk of the most rows an expert can have, at most
-    // ~16 blocks per SM over all experts; blocks past an expert's rows return at once.
-    const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
-    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + threads - 1) / threads,
-                                                                      ceil_div(16 * num_sms, p.experts))));
-    cudaLaunchConfig_t prepass{};
-    prepass.gridDim = dim3(unsigned(per_expert), unsigned(p.experts));
-    prepass.blockDim = dim3(threads);
-    cudaLaunchAttribute overlap[1];
-    launch_on(prepass, overlap, &prepass.numAttrs, queue, true);
-    prepass.attrs = overlap;
-    NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::expert_prepass_kernel(), expert_argv));
-  }
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&schedule, Arch::expert_schedule_kernel(), expert_argv));
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
   launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);

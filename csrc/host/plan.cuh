@@ -126,11 +126,9 @@ bool prepare_kernels(Status& st) {
                                                   Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
-  if (Arch::kPrepass) {
-    cudaFuncAttributes attributes;
-    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
-    NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_prepass_kernel()));
-  }
+  cudaFuncAttributes attributes;
+  if (Arch::kPrepass) NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
+  NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_schedule_kernel()));
   prepared.resize(std::max(prepared.size(), size_t(device) + 1));
   prepared[size_t(device)] = 1;
   return true;

@@ -284,6 +284,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   tcgen05_fence_after_sync();
   if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
+
+// The MoE forms' schedule, one CTA, before their GEMM (launched plainly after it).
+__global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) { build_schedule(a); }
 }  // namespace sm100
 
 struct Arch {
@@ -348,7 +351,8 @@ struct Arch {
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
                                     : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
   }
-  static const void* expert_prepass_kernel() { return nullptr; }
+  // The kernel before the MoE GEMM: the schedule alone, one CTA.
+  static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm100::schedule_experts); }
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }

@@ -89,26 +89,29 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   allow_dependent_launch();
   dequantize_rows(args.groups[blockIdx.y]);
 }
-// The MoE forms' prepass: blockIdx.y is the expert, its rows read from the counts, so it may run
-// beside the schedule kernel. It ends after that kernel: the GEMM, which reads the schedule, waits
-// for this grid only, which cannot end before its first CTA, the one that waits for the schedule.
-__global__ void __launch_bounds__(kPrepassThreads) dequantize_expert_rows(const __grid_constant__ ExpertArgs a) {
+// The MoE forms' prepass and schedule, one grid: blockIdx.y < E dequantizes expert y's rows, read
+// from the counts; CTA (0, E) writes the schedule. The GEMM waits for this grid, so for both. A CTA
+// has at least a thread per expert (build_schedule).
+__global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  __shared__ int most[kPrepassThreads / 32];
   const int e = blockIdx.y;
+  if (e == a.experts) {
+    if (blockIdx.x == 0) build_schedule(a);
+    return;
+  }
+  __shared__ int most[kMaxExperts / 32];
   int earlier = 0;  // the offset form: the most first row of the experts before e
   if (!a.masked_m) {
     for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
     earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
     if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
     __syncthreads();
-    for (int w = 0; w < kPrepassThreads / 32; ++w) earlier = max(earlier, most[w]);
+    for (int w = 0; w < int(blockDim.x / 32); ++w) earlier = max(earlier, most[w]);
   }
   int rows, first, first_sf;
   expert_rows(a, e, earlier, rows, first, first_sf);
   dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
                                a.a_half + int64_t(first) * a.k, rows, a.k});
-  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_prerequisite_grids();
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -296,7 +299,8 @@ struct Arch {
   // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
   static int expert_shape(int /*most_rows*/) { return 0; }
   static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
-  static const void* expert_prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_expert_rows); }
+  // The kernel before the MoE GEMM: the prepass of the experts' rows and the schedule, one grid.
+  static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
   // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
