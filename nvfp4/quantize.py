@@ -65,7 +65,10 @@ def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.T
     v = (xs / s).abs()
     magnitude = sum(((v >= t) if inclusive else (v > t)).to(torch.uint8) for t, inclusive in E2M1_TIES)
     magnitude = torch.where(s > 0, magnitude, torch.zeros_like(magnitude))
-    codes = (magnitude | (torch.signbit(xs).to(torch.uint8) << 3)).reshape(batch, rows, k)
+    # The sign from x's own bits: a conversion to float32 may drop a NaN's (the GPU's does for fp16's
+    # signaling NaNs).
+    sign = x.view(torch.int16).reshape(xs.shape) < 0
+    codes = (magnitude | (sign.to(torch.uint8) << 3)).reshape(batch, rows, k)
     packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
     blocked = blocked_from_plain(scales.view(torch.uint8))
     q_bytes, sf_bytes = q.view(torch.uint8).reshape(batch, rows, k // 2), sf.view(torch.uint8).reshape(batch, *blocked.shape[1:])
