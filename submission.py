@@ -441,7 +441,7 @@ struct ExpertArgs {
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
-// The schedule in the workspace, written by schedule_experts, read by the GEMM: per position in the
+// The schedule in the workspace, written by build_schedule, read by the GEMM: per position in the
 // walk's order, the expert there and its figures.
 struct ExpertTable {
   int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;
@@ -3306,7 +3306,7 @@ __global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_
 
 namespace nvfp4 {
 namespace host {
-// The MoE forms (experts.cuh) from the host: three launches on the caller's queue, no host sync and
+// The MoE forms (experts.cuh) from the host: two launches on the caller's queue, no host sync and
 // no state kept between calls, so a captured call replays with whatever counts the GPU holds then.
 struct ExpertProblem {
   const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;

@@ -37,7 +37,7 @@ struct ExpertArgs {
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
-// The schedule in the workspace, written by schedule_experts, read by the GEMM: per position in the
+// The schedule in the workspace, written by build_schedule, read by the GEMM: per position in the
 // walk's order, the expert there and its figures.
 struct ExpertTable {
   int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;

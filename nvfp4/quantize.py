@@ -56,9 +56,9 @@ def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> 
 def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor) -> None:
     """The recipe in PyTorch, into q and sf (shapes as quantize() returns them); rows a mask leaves
     out keep what q and sf hold. No host sync: it runs inside a CUDA graph capture too."""
-    *_, rows, k = x.shape
-    xs = x.reshape(-1, rows, k // 16, 16).float()
-    batch = xs.shape[0]
+    *lead, rows, k = x.shape
+    batch = math.prod(lead)  # not reshape's -1, which cannot tell the batch when rows is 0
+    xs = x.reshape(batch, rows, k // 16, 16).float()
     amax = torch.where(torch.isnan(xs), torch.inf, xs.abs()).amax(-1)
     scales = (amax / 6.0).clamp(max=448.0).to(torch.float8_e4m3fn)
     s = scales.float().unsqueeze(-1)

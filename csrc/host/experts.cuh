@@ -4,7 +4,7 @@
 
 namespace nvfp4 {
 namespace host {
-// The MoE forms (experts.cuh) from the host: three launches on the caller's queue, no host sync and
+// The MoE forms (experts.cuh) from the host: two launches on the caller's queue, no host sync and
 // no state kept between calls, so a captured call replays with whatever counts the GPU holds then.
 struct ExpertProblem {
   const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;
