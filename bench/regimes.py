@@ -13,6 +13,7 @@ sets): submission.custom_kernel, and cuBLAS's grouped bf16 GEMM on operands dequ
 (bench/peers.py's contender (c)). Prints one table, with the geometric mean of each regime.
 """
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import submission  # noqa: E402
-from harness.floors import case_bytes, case_flop, geomean  # noqa: E402
+from harness import floors  # noqa: E402
+from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
 from peers import cublas_only, measure_ceilings, on_gpu_scales, predequantized, time_contender  # noqa: E402
 
@@ -59,14 +61,11 @@ def regime_cases() -> list[tuple[str, str, dict]]:
 
 
 def floor_us(regime: str, args: dict, bytes_per_s: float, flop_per_s: float) -> float:
-    """The case's floor: its active groups' bytes at the copy bandwidth; outside the few-rows regime,
-    the FLOP at the matmul rate where that is larger."""
+    """The case's floor (harness.floors) over its active groups, with the rates measured in this run;
+    in the few-rows regime DRAM's alone (an unbounded matmul rate)."""
     active = [(m, n, k) for m, n, k in zip(args["m"], args["n"], args["k"]) if m]
-    m, n, k = zip(*active)
-    seconds = case_bytes(m, n, k) / bytes_per_s
-    if regime != "few rows":
-        seconds = max(seconds, case_flop(m, n, k) / flop_per_s)
-    return 1e6 * seconds
+    measured = Ceilings("this GPU", bytes_per_s, flop_per_s if regime != "few rows" else math.inf, "measured in this run")
+    return floors.floor_us(measured, *zip(*active))
 
 
 def main() -> None:

@@ -234,13 +234,13 @@ def test_quantize_round_trip_is_within_fp4_precision():
         assert ((back - x[e].float()).abs() <= 0.5 * scales.repeat_interleave(16, 1) * 2 + 1e-6).all()  # half a step of 2 at most
 
 
-
 @pytest.mark.parametrize("shape", [(3, 0, 64), (0, 5, 64), (2, 3, 0, 128)])
 def test_quantize_of_no_rows_or_no_batch_gives_empty_outputs(shape):
     x = torch.ones(shape, dtype=torch.float16, device=DEVICE).transpose(-1, -2).contiguous().transpose(-1, -2)  # also not contiguous
     q, sf = nvfp4.quantize(x)
     *lead, rows, k = shape
     assert q.shape == (*lead, rows, k // 2) and sf.shape == (*lead, -(-rows // 128), k // 64, 32, 4, 4)
+
 
 # ----------------------------------------------------------------------------- on a GPU
 @pytest.fixture(params=["native", "emulated sm_100a"])
