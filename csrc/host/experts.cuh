@@ -79,8 +79,8 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
 
   // The schedule, on sm_90a in one grid with the prepass: as the list form's prepass, one thread per
   // 16-byte chunk of the most rows an expert can have, at most ~16 blocks per SM over all experts
-  // (blocks past an expert's rows return at once), and one more row of blocks, of which the first
-  // writes the schedule; every block has at least a thread per expert.
+  // (blocks past an expert's rows return at once), and one more row of blocks, the first, of which
+  // the first block writes the schedule; every block has at least a thread per expert.
   const int schedule_threads = (p.experts + 31) / 32 * 32;
   cudaLaunchConfig_t schedule{};
   schedule.gridDim = dim3(1);

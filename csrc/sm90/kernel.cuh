@@ -89,16 +89,17 @@ __global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_con
   allow_dependent_launch();
   dequantize_rows(args.groups[blockIdx.y]);
 }
-// The MoE forms' prepass and schedule, one grid: blockIdx.y < E dequantizes expert y's rows, read
-// from the counts; CTA (0, E) writes the schedule. The GEMM waits for this grid, so for both. A CTA
-// has at least a thread per expert (build_schedule).
+// The MoE forms' prepass and schedule, one grid: CTA (0, 0) writes the schedule, in the first row
+// of blocks so that it is dispatched first and runs beside the dequantization, not after it; row
+// y > 0 dequantizes expert y - 1's rows, read from the counts. The GEMM waits for this grid, so for
+// both. A CTA has at least a thread per expert (build_schedule).
 __global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(const __grid_constant__ ExpertArgs a) {
   allow_dependent_launch();
-  const int e = blockIdx.y;
-  if (e == a.experts) {
+  if (blockIdx.y == 0) {
     if (blockIdx.x == 0) build_schedule(a);
     return;
   }
+  const int e = blockIdx.y - 1;
   __shared__ int most[kMaxExperts / 32];
   int earlier = 0;  // the offset form: the most first row of the experts before e
   if (!a.masked_m) {
