@@ -67,7 +67,10 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.units = num_sms;
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
-  for (int c = 0; c < (Arch::kPrepass ? kABoxClasses : 1); ++c) {
+  // The A maps a tile can use: none has more rows than the most a tile or an expert can have, so
+  // the maps of larger boxes are left unencoded (each encode costs host time on every call).
+  const int box_classes = Arch::kPrepass ? std::max(1, (std::min(e.max_chunk_rows, expert_rows_bound(p)) + 7) / 8) : 1;
+  for (int c = 0; c < box_classes; ++c) {
     const int box = Arch::kPrepass ? 8 * (c + 1) : Arch::geometry(shape).a_rows;
     const CUresult r = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[c], e.a_half, p.total_rows, p.k, box)
                                       : Arch::encode_operand(encode, &args.tmap_a[c], p.a, p.total_rows, p.k, box, false);
