@@ -3274,16 +3274,40 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
   return q;
 }
 
+// Where a thread's grid-stride walk over the items [batch][padded rows][K/16] stands, advanced by
+// the stride without dividing: the divisions happen once per thread, not once per item, and would
+// otherwise be the kernel's most expensive instructions (64-bit integer division is a long
+// software sequence). b reaches batch when the walk is done.
+struct QuantizeCursor {
+  int b, r, j;                 // batch entry, row (up to the padded rows), 16-element block along K
+  int step_rows, step_blocks;  // the stride as whole rows and the blocks left over
+  int padded_rows, blocks_per_row;
+  __host__ __device__ QuantizeCursor(int64_t item, int64_t stride, int padded_rows_, int blocks_per_row_)
+      : padded_rows(padded_rows_), blocks_per_row(blocks_per_row_) {
+    const int64_t row_of_all = item / blocks_per_row;
+    j = int(item % blocks_per_row);
+    b = int(row_of_all / padded_rows), r = int(row_of_all % padded_rows);
+    step_rows = int(stride / blocks_per_row), step_blocks = int(stride % blocks_per_row);
+  }
+  __host__ __device__ void advance() {
+    j += step_blocks;
+    r += step_rows;
+    if (j >= blocks_per_row) j -= blocks_per_row, ++r;
+    if (r >= padded_rows) {  // past the entry's rows: into a later entry (several when rows are few)
+      const int entries = r / padded_rows;
+      b += entries, r -= entries * padded_rows;
+    }
+  }
+};
+
 // One thread per (row, 16-element block): its 16 codes as 8 bytes and its scale byte. Scale rows
 // past `rows` up to the atom's 128 are written as zeros; rows a mask leaves out are not written.
 template <bool kBf16>
 __global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
   const int blocks_per_row = a.k / 16, padded_rows = (a.rows + 127) / 128 * 128;
-  const int64_t items = int64_t(a.batch) * padded_rows * blocks_per_row;
-  for (int64_t item = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; item < items; item += int64_t(gridDim.x) * blockDim.x) {
-    const int j = int(item % blocks_per_row);
-    const int64_t row_of_all = item / blocks_per_row;
-    const int b = int(row_of_all / padded_rows), r = int(row_of_all % padded_rows);
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = int64_t(gridDim.x) * blockDim.x;
+  for (QuantizeCursor at(first, stride, padded_rows, blocks_per_row); at.b < a.batch; at.advance()) {
+    const int b = at.b, r = at.r, j = at.j;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
     if (r >= rows && (a.masked_m || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
     uint8_t* scale = a.sf + (int64_t(b) * (padded_rows / 128) * (a.k / 64) * 512) + scale_atom_offset(r / 128, j / 4, a.k) + scale_byte_in_atom(r, j);
@@ -3625,6 +3649,17 @@ int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity) 
   for (int i = 0; i < std::min(count, capacity); ++i) tiles[i] = nvfp4::walk_tile(i, unit, units);
   return count;
 }
+// quantize's walk: the (batch entry, row, block) of each item one thread visits from item `first`
+// by `stride`, into out (three ints each). Returns how many it visits, or -1 when that is more than
+// capacity (the walk is cut there).
+int64_t nvfp4_quantize_walk(int batch, int padded_rows, int blocks_per_row, int64_t first, int64_t stride, int* out, int64_t capacity) {
+  int64_t count = 0;
+  for (nvfp4::QuantizeCursor at(first, stride, padded_rows, blocks_per_row); at.b < batch; at.advance(), ++count) {
+    if (count == capacity) return -1;
+    out[3 * count] = at.b, out[3 * count + 1] = at.r, out[3 * count + 2] = at.j;
+  }
+  return count;
+}
 }
 
 namespace nvfp4 {
@@ -3770,6 +3805,8 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
         "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
         "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),
+        "nvfp4_expert_walk": (c_int, [c_int, c_int, c_int, ptr(c_int), c_int]),
+        "nvfp4_quantize_walk": (ctypes.c_int64, [c_int, c_int, c_int, ctypes.c_int64, ctypes.c_int64, ptr(c_int), ctypes.c_int64]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype
