@@ -288,14 +288,15 @@ def test_the_moe_walk_deals_every_tile_to_one_cta_and_balances_sorted_costs(lib,
                                                    (2, 200, 128, 7), (5, 129, 64, 1), (1, 128, 7168, 448)])
 def test_the_quantize_walk_visits_every_item_once_in_order(lib, batch, rows, k, threads):
     """quantize's grid-stride walk without divisions: each of `threads` threads (at most a few sampled
-    on the large walks) visits items first, first + stride, ... as (batch entry, row, block), the
-    same as dividing each item index, up to the last item; a thread that starts past it visits none."""
-    padded, blocks = -(-rows // 128) * 128, k // 16
-    items = batch * padded * blocks
+    on the large walks) visits items first, first + stride, ... as (batch entry, row, unit), the
+    same as dividing each item index, up to the last item; a thread that starts past it visits none.
+    A unit is the two blocks of 16 elements a thread quantizes at once."""
+    padded, units = -(-rows // 128) * 128, k // 32
+    items = batch * padded * units
     for first in sorted({0, 1, threads // 2, threads - 1} if items > 1 << 20 else range(threads)) + [items, items + threads - 1]:
-        expected = [(i // blocks // padded, i // blocks % padded, i % blocks) for i in range(first, items, threads)]
+        expected = [(i // units // padded, i // units % padded, i % units) for i in range(first, items, threads)]
         out = (ctypes.c_int * (3 * len(expected) + 3))()
-        count = lib.nvfp4_quantize_walk(batch, padded, blocks, first, threads, out, len(expected) + 1)
+        count = lib.nvfp4_quantize_walk(batch, padded, units, first, threads, out, len(expected) + 1)
         assert count == len(expected)  # -1: it went on past the last item
         assert [tuple(out[3 * i:3 * i + 3]) for i in range(count)] == expected
 
