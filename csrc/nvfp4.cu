@@ -205,6 +205,18 @@ int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity) 
   for (int i = 0; i < std::min(count, capacity); ++i) tiles[i] = nvfp4::walk_tile(i, unit, units);
   return count;
 }
+// quantize's walk: the (batch entry, row, unit) of each item one thread visits from item `first`
+// by `stride`, into out (three ints each). Returns how many it visits, or -1 when that is more than
+// capacity (the walk is cut there).
+int64_t nvfp4_quantize_walk(int batch, int padded_rows, int units_per_row, int64_t first, int64_t stride, int* out, int64_t capacity) {
+  if (padded_rows <= 0 || units_per_row <= 0 || stride <= 0) return 0;  // no items (the kernel is not launched then)
+  int64_t count = 0;
+  for (nvfp4::QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < batch; at.advance(), ++count) {
+    if (count == capacity) return -1;
+    out[3 * count] = at.b, out[3 * count + 1] = at.r, out[3 * count + 2] = at.j;
+  }
+  return count;
+}
 }
 
 namespace nvfp4 {

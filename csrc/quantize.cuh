@@ -22,6 +22,12 @@ struct QuantizeArgs {
   int batch, rows, k, bf16;
 };
 constexpr int kQuantizeThreads = 256;
+// Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
+// codes and one 2-byte store of scales. At most 40 registers, so that six CTAs fit an SM: on the
+// H200 the kernel is latency-bound, and 2 blocks a thread at 6 CTAs an SM beat 1 block at 6 or 8
+// and 2 at 2 or 8 (docs/PERF.md).
+constexpr int kQuantizeBlocksPerThread = 2;
+constexpr int kQuantizeCtasPerSm = 6;
 
 // Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
 // The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
@@ -95,30 +101,60 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
   return q;
 }
 
-// One thread per (row, 16-element block): its 16 codes as 8 bytes and its scale byte. Scale rows
-// past `rows` up to the atom's 128 are written as zeros; rows a mask leaves out are not written.
+// Where a thread's grid-stride walk over the items [batch][padded rows][units of a row] stands (a
+// unit: the kQuantizeBlocksPerThread blocks of 16 elements a thread quantizes at once), advanced by
+// the stride without dividing: the divisions happen once per thread, not once per item, and would
+// otherwise be the kernel's most expensive instructions (64-bit integer division is a long
+// software sequence). b reaches batch when the walk is done.
+struct QuantizeCursor {
+  int b, r, j;                // batch entry, row (up to the padded rows), unit along K
+  int step_rows, step_units;  // the stride as whole rows and the units left over
+  int padded_rows, units_per_row;
+  __host__ __device__ QuantizeCursor(int64_t item, int64_t stride, int padded_rows_, int units_per_row_)
+      : padded_rows(padded_rows_), units_per_row(units_per_row_) {
+    const int64_t row_of_all = item / units_per_row;
+    j = int(item % units_per_row);
+    b = int(row_of_all / padded_rows), r = int(row_of_all % padded_rows);
+    step_rows = int(stride / units_per_row), step_units = int(stride % units_per_row);
+  }
+  __host__ __device__ void advance() {
+    j += step_units;
+    r += step_rows;
+    if (j >= units_per_row) j -= units_per_row, ++r;
+    if (r >= padded_rows) {  // past the entry's rows: into a later entry (several when rows are few)
+      const int entries = r / padded_rows;
+      b += entries, r -= entries * padded_rows;
+    }
+  }
+};
+
+// One thread per (row, two 16-element blocks j, j + 1): their 16 codes as 16 bytes and their scale
+// bytes, neighbours in one atom (j is even). Scale rows past `rows` up to the atom's 128 are written
+// as zeros; rows a mask leaves out are not written.
 template <bool kBf16>
-__global__ void __launch_bounds__(kQuantizeThreads) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
-  const int blocks_per_row = a.k / 16, padded_rows = (a.rows + 127) / 128 * 128;
-  const int64_t items = int64_t(a.batch) * padded_rows * blocks_per_row;
-  for (int64_t item = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; item < items; item += int64_t(gridDim.x) * blockDim.x) {
-    const int j = int(item % blocks_per_row);
-    const int64_t row_of_all = item / blocks_per_row;
-    const int b = int(row_of_all / padded_rows), r = int(row_of_all % padded_rows);
+__global__ void __launch_bounds__(kQuantizeThreads, kQuantizeCtasPerSm) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
+  const int units_per_row = a.k / (16 * kQuantizeBlocksPerThread), padded_rows = (a.rows + 127) / 128 * 128;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = int64_t(gridDim.x) * blockDim.x;
+  for (QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < a.batch; at.advance()) {
+    const int b = at.b, r = at.r, j = at.j * kQuantizeBlocksPerThread;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
     if (r >= rows && (a.masked_m || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
-    uint8_t* scale = a.sf + (int64_t(b) * (padded_rows / 128) * (a.k / 64) * 512) + scale_atom_offset(r / 128, j / 4, a.k) + scale_byte_in_atom(r, j);
+    uint16_t* scales = reinterpret_cast<uint16_t*>(a.sf + (int64_t(b) * (padded_rows / 128) * (a.k / 64) * 512) +
+                                                   scale_atom_offset(r / 128, j / 4, a.k) + scale_byte_in_atom(r, j));
     if (r >= a.rows) {
-      *scale = 0;
+      *scales = 0;
       continue;
     }
     const int64_t row = int64_t(b) * a.rows + r;
     const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * a.k + j * 16);
-    const uint4 lo = __ldcs(x), hi = __ldcs(x + 1);  // read once: evict first
-    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const QuantizedBlock q = quantize_block<Pairs<kBf16>>(w);
-    *reinterpret_cast<uint2*>(a.q + row * (a.k / 2) + j * 8) = uint2{q.codes[0], q.codes[1]};
-    *scale = q.scale;
+    uint4 v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __ldcs(x + i);  // read once: evict first
+    const uint32_t w0[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
+    const uint32_t w1[8] = {v[2].x, v[2].y, v[2].z, v[2].w, v[3].x, v[3].y, v[3].z, v[3].w};
+    const QuantizedBlock q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
+    *reinterpret_cast<uint4*>(a.q + row * (a.k / 2) + j * 8) = uint4{q0.codes[0], q0.codes[1], q1.codes[0], q1.codes[1]};
+    *scales = uint16_t(q0.scale | (q1.scale << 8));
   }
 }
 }  // namespace nvfp4

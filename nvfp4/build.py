@@ -87,6 +87,8 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
         "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
         "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),
+        "nvfp4_expert_walk": (c_int, [c_int, c_int, c_int, ptr(c_int), c_int]),
+        "nvfp4_quantize_walk": (ctypes.c_int64, [c_int, c_int, c_int, ctypes.c_int64, ctypes.c_int64, ptr(c_int), ctypes.c_int64]),
     }
     for fn, (restype, argtypes) in signatures.items():
         getattr(lib, fn).restype = restype

@@ -261,6 +261,8 @@ def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, mes
         return
     assert lib.nvfp4_experts_launch(desc, 132, None, None, err, len(err)) == 1
     assert message in err.value.decode(), err.value.decode()
+
+
 @pytest.mark.parametrize("total,units", [(0, 132), (1, 132), (131, 132), (132, 132), (448, 132), (256, 132), (1000, 74), (7, 3)])
 def test_the_moe_walk_deals_every_tile_to_one_cta_and_balances_sorted_costs(lib, total, units):
     """The MoE forms' snake: every tile of the walk to exactly one CTA, each CTA's in walk order; on
@@ -280,6 +282,23 @@ def test_the_moe_walk_deals_every_tile_to_one_cta_and_balances_sorted_costs(lib,
     for c in costs:
         lpt[lpt.argmin()] += c
     assert max(load, default=0) <= lpt.max() + (max(costs) - min(costs)) // 4 if costs else not any(load)
+
+
+@pytest.mark.parametrize("batch,rows,k,threads", [(1, 16384, 7168, 132 * 16 * 256), (3, 1, 64, 1000), (64, 64, 2048, 300),
+                                                   (2, 200, 128, 7), (5, 129, 64, 1), (1, 128, 7168, 448)])
+def test_the_quantize_walk_visits_every_item_once_in_order(lib, batch, rows, k, threads):
+    """quantize's grid-stride walk without divisions: each of `threads` threads (at most a few sampled
+    on the large walks) visits items first, first + stride, ... as (batch entry, row, unit), the
+    same as dividing each item index, up to the last item; a thread that starts past it visits none.
+    A unit is the two blocks of 16 elements a thread quantizes at once."""
+    padded, units = -(-rows // 128) * 128, k // 32
+    items = batch * padded * units
+    for first in sorted({0, 1, threads // 2, threads - 1} if items > 1 << 20 else range(threads)) + [items, items + threads - 1]:
+        expected = [(i // units // padded, i // units % padded, i % units) for i in range(first, items, threads)]
+        out = (ctypes.c_int * (3 * len(expected) + 3))()
+        count = lib.nvfp4_quantize_walk(batch, padded, units, first, threads, out, len(expected) + 1)
+        assert count == len(expected)  # -1: it went on past the last item
+        assert [tuple(out[3 * i:3 * i + 3]) for i in range(count)] == expected
 
 
 def e2m1_ties_blocks(dtype: torch.dtype) -> torch.Tensor:

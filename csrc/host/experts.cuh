@@ -111,10 +111,10 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
   if (q.batch < 0 || q.rows < 0 || q.k <= 0 || q.k % 64 ||
       (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16)
     return st.fail("unsupported quantization", "K must be a positive multiple of 64 and the buffers 16-byte aligned");
-  const int64_t items = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / 16);
-  if (!items) return true;
+  const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
+  if (!units) return true;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(std::min<int64_t>((items + kQuantizeThreads - 1) / kQuantizeThreads, int64_t(num_sms) * 16)));
+  config.gridDim = dim3(unsigned(std::min<int64_t>((units + kQuantizeThreads - 1) / kQuantizeThreads, int64_t(num_sms) * 16)));
   config.blockDim = dim3(kQuantizeThreads);
   unsigned none = 0;
   launch_on(config, nullptr, &none, queue, false);
