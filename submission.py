@@ -3208,6 +3208,7 @@ constexpr int kQuantizeThreads = 256;
 // and 2 at 2 or 8 (docs/PERF.md).
 constexpr int kQuantizeBlocksPerThread = 2;
 constexpr int kQuantizeCtasPerSm = 6;
+static_assert(kQuantizeBlocksPerThread == 2, "quantize_nvfp4 loads, packs and stores exactly two blocks a thread");
 
 // Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
 // The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
