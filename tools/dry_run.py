@@ -158,10 +158,10 @@ def main():
     failures = tmem_problems(lib)
     if byte_element_maps(lib):
         print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
-    choices = {name: tiles for tiles, name in TILE_SHAPE_NAMES.items()}
+    choices = {name: tiles for tiles, name in TILE_SHAPE_NAMES[args.arch].items()}
     for spec, case in cases():
         data = generate_input(**case)
-        for label, tiles in (choices.items() if args.arch == 100 else [("", TILES_CHOSEN)]):
+        for label, tiles in choices.items():
             problems = check_case(lib, data, num_sms, tiles)
             print(f"{'ok  ' if not problems else 'FAIL'} {spec} {label}", flush=True)
             failures += problems

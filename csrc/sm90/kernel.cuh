@@ -23,19 +23,31 @@ constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thr
 constexpr int kConsumerThreads = 256;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kTileN = 128;            // B rows per tile
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
 constexpr int kBlockK = 64;            // K elements per pipeline stage
-constexpr int kStages = 5;
-constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
-constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
-constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
-constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
+// A stage: B's packed FP4 rows (32 bytes each), B's 512-byte scale atom, then A's fp16 rows (128
+// bytes each, 128B-swizzled, from a 1024-byte boundary as the swizzle atoms need).
+constexpr int kStageB = 0;
+constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;
+constexpr int kStageA = (kStageSfb + 512 + 1023) / 1024 * 1024;
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
-constexpr int kSmemStages = 0;
-constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
-constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
-constexpr int kNumBarriers = 2 * kStages;
-constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
+constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
+
+// The pipeline of each tile shape. Shape 0 takes tiles of up to 256 A rows, in 5 stages. Shape 1
+// (few rows) takes up to 64, in as many stages as fit (16): with few A rows a K block is mostly B,
+// and 16 stages keep 64 KB of it in flight per SM where 5 kept 20 KB, which at DRAM's rate covers
+// less than its latency (docs/PERF.md: at wgmma N = 8 a third of a K block went to the wait for TMA).
+template <int kShape>
+struct Pipeline {
+  static constexpr int kARows = kShape == 0 ? kTileM : 64;
+  static constexpr int kMaxN8 = kARows / 8;
+  static constexpr int kStageBytes = kStageA + kARows * kBlockK * 2;
+  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kSmemEpilogue = kStages * kStageBytes;
+  static constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
+};
 constexpr int kPrepassThreads = 256;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
@@ -116,16 +128,18 @@ __global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(c
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
+template <int kStages>
 struct Barriers {
   uint32_t base;
   __device__ uint32_t full(int s) const { return base + 8 * s; }
   __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
 };
 
-template <int kFixedN8>
+template <int kFixedN8, int kShape>
 struct Consumer {
+  using P = Pipeline<kShape>;
   uint8_t* smem;
-  Barriers bars;
+  Barriers<P::kStages> bars;
   int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
   int t;                    // lane % 4: the scale block of this thread's B fragments
   bool warp_leader;         // lane 0: arrives for its warp
@@ -135,12 +149,12 @@ struct Consumer {
   // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows.
   template <int kBuf>
   __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
-    const int s = iter % kStages;
-    const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
-    mbar_wait(bars.full(s), (iter / kStages) & 1);
+    const int s = iter % P::kStages;
+    const uint8_t* stage = smem + s * P::kStageBytes;
+    mbar_wait(bars.full(s), (iter / P::kStages) & 1);
     load_b_fragments(frag[kBuf], stage, b_row, t);
     wgmma_fence();
-    wgmma_k_block<kFixedN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
+    wgmma_k_block<kFixedN8, P::kMaxN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
     wgmma_wait<1>();              // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
     keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
@@ -188,8 +202,9 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
-template <class Tiles>
-__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
+template <int kShape, class Tiles>
+__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
+  constexpr int kStages = Pipeline<kShape>::kStages;
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   uint32_t iter = 0;
   for (int i = 0; i < tiles.count(); ++i) {
@@ -202,7 +217,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
       const int s = iter % kStages;
       mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
       const uint32_t full = bars.full(s);
-      const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
+      const uint32_t stage = smem_u32(smem + s * Pipeline<kShape>::kStageBytes);
       mbar_arrive_expect_tx(full, bytes);
       tma_load_2d(stage + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, full, once);
       tma_load_2d(stage + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + m0, full, keep);
@@ -214,10 +229,10 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
 }
 
-template <int kFixedN8, class Tiles>
-__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers bars) {
+template <int kFixedN8, int kShape, class Tiles>
+__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
+  Consumer<kFixedN8, kShape> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -237,20 +252,24 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     wgmma_wait<0>();
     keep_in_registers(acc);
     consumer.release_unreleased();
-    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8, smem + kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8,
+               smem + Pipeline<kShape>::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
 }
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
 // many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
-// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
-template <int kFixedN8, class Args>
+// kShape: the tile shape's pipeline (Pipeline). Args: LaunchArgs (the list form, the host's
+// schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kFixedN8, int kShape, class Args>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
+  using P = Pipeline<kShape>;
+  static_assert(kFixedN8 <= P::kMaxN8, "a tile of this shape has at most kMaxN8 * 8 A rows");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers bars{smem_u32(smem + kSmemBarriers)};
+  const Barriers<P::kStages> bars{smem_u32(smem + P::kSmemBarriers)};
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < P::kStages; ++s) {
       mbar_init(bars.full(s), 1);
       mbar_init(bars.empty(s), kConsumerWarps);
     }
@@ -263,44 +282,66 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
-    if (threadIdx.x == 0) produce(tiles, smem, bars);
+    if (threadIdx.x == 0) produce<kShape>(tiles, smem, bars);
   } else {
     setmaxnreg_consumer();
-    consume<kFixedN8>(tiles, smem, bars);
+    consume<kFixedN8, kShape>(tiles, smem, bars);
   }
 }
 
-// The smallest N (/ 8) of a kernel built for one N that is at least n8; 0 when there is none.
-template <int... kN8>
+// The list form's kernels of a tile shape: the one choosing each tile's N (0), and one built for
+// each N of FixedWgmmaN8 that the shape's tiles can have.
+template <int kShape, int kN8>
+const void* list_kernel() {
+  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8) return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
+  else return nullptr;
+}
+// The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
+template <int kShape, int... kN8>
 constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
   int found = 0;
-  ((kN8 >= n8 && (found == 0 || kN8 < found) ? (found = kN8) : 0), ...);
+  for (const int built : {kN8...})
+    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
   return found;
 }
-// The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
-template <int... kN8>
+// The kernel for a launch: built for its fixed wgmma N, or with the tree (0).
+template <int kShape, int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
-  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0, LaunchArgs>);
-  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8, LaunchArgs>)) : nullptr), ...);
-  return kernel;
+  const int n8s[] = {kN8...};
+  const void* kernels[] = {list_kernel<kShape, kN8>()...};
+  for (size_t i = 0; i < sizeof n8s / sizeof n8s[0]; ++i)
+    if (n8s[i] == fixed_n8 && kernels[i]) return kernels[i];
+  return list_kernel<kShape, 0>();
 }
 }  // namespace sm90
 
 struct Arch {
-  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads;
+  static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  // One tile shape (the wgmma's N side is already A's rows): kTileM rows of A by kTileN of B, one CTA.
-  static constexpr int kTileShapes = 1;
+  // Two tile shapes (the wgmma's N side is already A's rows), each kTileN rows of B on one CTA: 0 up
+  // to 256 rows of A; 1 (few rows) up to 64, with a deeper pipeline (sm90::Pipeline).
+  static constexpr int kTileShapes = 2;
   struct TileGeometry { int a_rows, b_rows, ctas; };
-  static TileGeometry geometry(int /*shape*/) { return {kTileM, kTileN, 1}; }
-  static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
-  static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
+  static TileGeometry geometry(int shape) { return {shape ? sm90::Pipeline<1>::kARows : sm90::Pipeline<0>::kARows, kTileN, 1}; }
+  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
+  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
+  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
+  static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
+    return shape ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{}) : sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{});
+  }
+  static int fixed_n8_at_least(int n8, int shape) {
+    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
+  }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
-  // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
-  static int expert_shape(int /*most_rows*/) { return 0; }
-  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
-  // The kernel before the MoE GEMM: the prepass of the experts' rows and the schedule, one grid.
+  // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
+  // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
+  static int expert_shape(int most_rows) { return most_rows <= sm90::Pipeline<1>::kARows ? 1 : 0; }
+  static const void* expert_kernel(int shape) {
+    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
+                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
+  }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
@@ -309,7 +350,9 @@ struct Arch {
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  static int64_t tile_cost(int m_rows, int k, int /*shape*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  // Shape 1's fixed share is an estimate: shape 0's less the wait for TMA that its deeper pipeline
+  // removes (a third of a K block at N = 8, docs/PERF.md section 5).
+  static int64_t tile_cost(int m_rows, int k, int shape) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + (shape ? 176 : 256)); }
   static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
