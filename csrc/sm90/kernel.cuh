@@ -304,14 +304,16 @@ constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
     if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
   return found;
 }
-// The kernel for a launch: built for its fixed wgmma N, or with the tree (0).
+// The kernel for a launch: built for its fixed wgmma N, or with the tree (0); null for an N the
+// shape has no kernel for (its A boxes would overrun the stage), which the launch then reports.
 template <int kShape, int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
+  if (fixed_n8 == 0) return list_kernel<kShape, 0>();
   const int n8s[] = {kN8...};
   const void* kernels[] = {list_kernel<kShape, kN8>()...};
   for (size_t i = 0; i < sizeof n8s / sizeof n8s[0]; ++i)
-    if (n8s[i] == fixed_n8 && kernels[i]) return kernels[i];
-  return list_kernel<kShape, 0>();
+    if (n8s[i] == fixed_n8) return kernels[i];
+  return nullptr;
 }
 }  // namespace sm90
 
