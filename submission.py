@@ -600,6 +600,7 @@ struct TileJob {
 
 // The list form: the host's schedule, CTA (or pair) `unit` runs tiles cta_first_tile[unit] ... [unit + 1] - 1.
 struct ListTiles {
+  static constexpr bool kReadsEarlierGrids = false;  // the schedule is in the kernel's parameters
   const LaunchArgs& args;
   int first, last;
   __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
@@ -629,6 +630,7 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
 // starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
 // fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
+  static constexpr bool kReadsEarlierGrids = true;  // the schedule kernel writes the walk's table
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;
@@ -1356,22 +1358,43 @@ template <int kShape, class Tiles>
 __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
   constexpr int kStages = Pipeline<kShape>::kStages;
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
+  auto stage_of = [&](int s) { return smem_u32(smem + s * Pipeline<kShape>::kStageBytes); };
+  auto expect = [&](const GroupArgs& g, int s) { mbar_arrive_expect_tx(bars.full(s), kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512); };
+  auto load_b = [&](const TileJob& job, int kb, int s) {  // B's rows and scale atom: nothing the prepass writes
+    const int n0 = job.n_block * kTileN;
+    tma_load_2d(stage_of(s) + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
+    bulk_load(stage_of(s) + kStageSfb, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+  };
+  auto load_a = [&](const TileJob& job, int kb, int s) {  // the prepass's fp16 rows
+    tma_load_2d(stage_of(s) + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
+  };
+  // The list form's first stages ask for their B rows and scales before the wait for the prepass,
+  // so that DRAM's latency for them overlaps the prepass's tail; their A rows follow the wait. (The
+  // MoE forms' walker read the schedule after the wait, at the kernel's start.)
+  int early = 0;
+  if constexpr (!Tiles::kReadsEarlierGrids) {
+    if (tiles.count() > 0) {
+      const TileJob job = tiles.job(0);
+      early = min(kStages, job.g.k / kBlockK);
+      for (int kb = 0; kb < early; ++kb) {  // each stage's first use: free, no wait
+        expect(job.g, kb);
+        load_b(job, kb, kb);
+      }
+    }
+    wait_for_prerequisite_grids();
+  }
   uint32_t iter = 0;
   for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
-    const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
-    const int k_blocks = g.k / kBlockK;
-    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
+    const int k_blocks = job.g.k / kBlockK;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
       const int s = iter % kStages;
-      mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
-      const uint32_t full = bars.full(s);
-      const uint32_t stage = smem_u32(smem + s * Pipeline<kShape>::kStageBytes);
-      mbar_arrive_expect_tx(full, bytes);
-      tma_load_2d(stage + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, full, once);
-      tma_load_2d(stage + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + m0, full, keep);
-      bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
+      if (int(iter) >= early) {  // (the first `early` K blocks are the first tile's, their B on the way)
+        mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
+        expect(job.g, s);
+        load_b(job, kb, s);
+      }
+      load_a(job, kb, s);
     }
   }
   // The consumers' release of every stage they used. A consumer stuck on a stage that never lands
@@ -1426,10 +1449,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     fence_barrier_init();
   }
   __syncthreads();
-  // The prepass's fp16 A rows (and in the MoE forms the schedule, which the tile walker reads) are
-  // complete and visible from here.
-  wait_for_prerequisite_grids();
-  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
+  // The MoE forms' walker reads the schedule: every thread waits for the kernels before this one
+  // (the schedule, then the prepass) first. The list form's producer waits for the prepass itself.
+  using Tiles = typename TilesOf<Args>::type;
+  if constexpr (Tiles::kReadsEarlierGrids) wait_for_prerequisite_grids();
+  const Tiles tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
     if (threadIdx.x == 0) produce<kShape>(tiles, smem, bars);
