@@ -1360,7 +1360,9 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   auto stage_of = [&](int s) { return smem_u32(smem + s * Pipeline<kShape>::kStageBytes); };
   auto expect = [&](const GroupArgs& g, int s) { mbar_arrive_expect_tx(bars.full(s), kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512); };
-  auto load_b = [&](const TileJob& job, int kb, int s) {  // B's rows and scale atom: nothing the prepass writes
+  // B's rows and scale atom: nothing the prepass writes, and written by work that ended before the
+  // prepass began (it is launched plainly, after everything earlier on the queue).
+  auto load_b = [&](const TileJob& job, int kb, int s) {
     const int n0 = job.n_block * kTileN;
     tma_load_2d(stage_of(s) + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
     bulk_load(stage_of(s) + kStageSfb, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
@@ -3231,6 +3233,8 @@ bool launch_plan(Plan& plan, Queue queue, Status& st) {
       prepass.gridDim = plan.prepass_grids[i];
       prepass.blockDim = dim3(Arch::kPrepassThreads);
       unsigned none = 0;
+      // A plain launch: it starts after all earlier work on the queue, which the GEMM's loads of B
+      // before its wait for the prepass rely on.
       launch_on(prepass, nullptr, &none, queue, false);
       NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::prepass_kernel(), prepass_argv));
     }
@@ -3281,6 +3285,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
+    // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
       e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),

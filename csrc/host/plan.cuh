@@ -191,6 +191,8 @@ bool launch_plan(Plan& plan, Queue queue, Status& st) {
       prepass.gridDim = plan.prepass_grids[i];
       prepass.blockDim = dim3(Arch::kPrepassThreads);
       unsigned none = 0;
+      // A plain launch: it starts after all earlier work on the queue, which the GEMM's loads of B
+      // before its wait for the prepass rely on.
       launch_on(prepass, nullptr, &none, queue, false);
       NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::prepass_kernel(), prepass_argv));
     }
@@ -241,6 +243,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
+    // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
       e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),

@@ -208,7 +208,9 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   auto stage_of = [&](int s) { return smem_u32(smem + s * Pipeline<kShape>::kStageBytes); };
   auto expect = [&](const GroupArgs& g, int s) { mbar_arrive_expect_tx(bars.full(s), kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512); };
-  auto load_b = [&](const TileJob& job, int kb, int s) {  // B's rows and scale atom: nothing the prepass writes
+  // B's rows and scale atom: nothing the prepass writes, and written by work that ended before the
+  // prepass began (it is launched plainly, after everything earlier on the queue).
+  auto load_b = [&](const TileJob& job, int kb, int s) {
     const int n0 = job.n_block * kTileN;
     tma_load_2d(stage_of(s) + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
     bulk_load(stage_of(s) + kStageSfb, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
