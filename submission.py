@@ -630,7 +630,7 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
 // starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
 // fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
-  static constexpr bool kReadsEarlierGrids = true;  // the schedule kernel writes the walk's table
+  static constexpr bool kReadsEarlierGrids = true;  // the grid before the GEMM writes the walk's table
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;
@@ -1451,8 +1451,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     fence_barrier_init();
   }
   __syncthreads();
-  // The MoE forms' walker reads the schedule: every thread waits for the kernels before this one
-  // (the schedule, then the prepass) first. The list form's producer waits for the prepass itself.
+  // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
+  // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
   using Tiles = typename TilesOf<Args>::type;
   if constexpr (Tiles::kReadsEarlierGrids) wait_for_prerequisite_grids();
   const Tiles tiles(args, blockIdx.x, gridDim.x);

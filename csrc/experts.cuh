@@ -226,7 +226,7 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
 // starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
 // fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
-  static constexpr bool kReadsEarlierGrids = true;  // the schedule kernel writes the walk's table
+  static constexpr bool kReadsEarlierGrids = true;  // the grid before the GEMM writes the walk's table
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;

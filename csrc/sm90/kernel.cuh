@@ -299,8 +299,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     fence_barrier_init();
   }
   __syncthreads();
-  // The MoE forms' walker reads the schedule: every thread waits for the kernels before this one
-  // (the schedule, then the prepass) first. The list form's producer waits for the prepass itself.
+  // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
+  // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
   using Tiles = typename TilesOf<Args>::type;
   if constexpr (Tiles::kReadsEarlierGrids) wait_for_prerequisite_grids();
   const Tiles tiles(args, blockIdx.x, gridDim.x);
