@@ -22,14 +22,9 @@ namespace sm90 {
 constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
 constexpr int kConsumerThreads = 256;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
-constexpr int kTileN = 128;            // B rows per tile
+constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
 constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
 constexpr int kBlockK = 64;            // K elements per pipeline stage
-// A stage: B's packed FP4 rows (32 bytes each), B's 512-byte scale atom, then A's fp16 rows (128
-// bytes each, 128B-swizzled, from a 1024-byte boundary as the swizzle atoms need).
-constexpr int kStageB = 0;
-constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;
-constexpr int kStageA = (kStageSfb + 512 + 1023) / 1024 * 1024;
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
 
@@ -37,10 +32,22 @@ constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA
 // (few rows) takes up to 64, in as many stages as fit (16): with few A rows a K block is mostly B,
 // and 16 stages keep 64 KB of it in flight per SM where 5 kept 20 KB, which at DRAM's rate covers
 // less than its latency (docs/PERF.md: at wgmma N = 8 a third of a K block went to the wait for TMA).
+//
+// Shape 2 (few rows) puts 256 B rows on a CTA, two halves of 128: each consumer warpgroup decodes
+// and issues the wgmma of 64 rows of each half per K block, so the fixed latencies of a K block (the
+// stage's barrier, the shared-memory loads, the wgmma's round trip) are paid once per 256 B rows.
+//
+// A stage: B's packed FP4 rows (32 bytes each), one 512-byte scale atom per half, then A's fp16 rows
+// (128 bytes each, 128B-swizzled, from a 1024-byte boundary as the swizzle atoms need).
 template <int kShape>
 struct Pipeline {
   static constexpr int kARows = kShape == 0 ? kTileM : 64;
+  static constexpr int kHalves = kShape == 2 ? 2 : 1;
+  static constexpr int kBRows = kHalves * kTileN;
   static constexpr int kMaxN8 = kARows / 8;
+  static constexpr int kStageB = 0;
+  static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
+  static constexpr int kStageA = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
   static constexpr int kStageBytes = kStageA + kARows * kBlockK * 2;
   static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
@@ -55,11 +62,12 @@ constexpr int kPrepassThreads = 256;
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 
-__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
-  const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
-  const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
-  const __half2 sa = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row, t)]);
-  const __half2 sb = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row + 8, t)]);
+// The fragments of B rows `row` and `row` + 8 of a half: its packed rows b and scale atom sf.
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* b, const uint8_t* sf, int row, int t) {
+  const uint2 wa = *reinterpret_cast<const uint2*>(b + row * 32 + t * 8);
+  const uint2 wb = *reinterpret_cast<const uint2*>(b + (row + 8) * 32 + t * 8);
+  const __half2 sa = scale_to_half2(sf[scale_byte_in_atom(row, t)]);
+  const __half2 sb = scale_to_half2(sf[scale_byte_in_atom(row + 8, t)]);
   frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
   frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
   frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
@@ -146,21 +154,27 @@ struct Consumer {
   uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
   int unreleased = -1;      // stage whose wgmma may still be running
 
-  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows.
+  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows, for
+  // every half of the tile. A half without rows of B (tile_halves) is computed from whatever its
+  // part of the stage holds and not stored: branches around the wgmma would make ptxas fence them.
   template <int kBuf>
-  __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
+  __device__ __forceinline__ void k_block(float (&acc)[P::kHalves][128], uint32_t (&frag)[2][P::kHalves][4][4], int n8, bool first) {
     const int s = iter % P::kStages;
     const uint8_t* stage = smem + s * P::kStageBytes;
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
-    load_b_fragments(frag[kBuf], stage, b_row, t);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      load_b_fragments(frag[kBuf][h], stage + P::kStageB + h * kTileN * 32, stage + P::kStageSfb + h * 512, b_row, t);
     wgmma_fence();
-    wgmma_k_block<kFixedN8, P::kMaxN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
-    wgmma_wait<1>();              // the previous K block's wgmma are done ...
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      wgmma_k_block<kFixedN8, P::kMaxN8>(acc[h], frag[kBuf][h], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
+    wgmma_wait<P::kHalves>();     // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
-    keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
-    keep_in_registers(frag[kBuf ^ 1][1]);
-    keep_in_registers(frag[kBuf ^ 1][2]);
-    keep_in_registers(frag[kBuf ^ 1][3]);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][h][j]);  // ... and its fragments may be overwritten now
     unreleased = s;
     ++iter;
   }
@@ -202,21 +216,32 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
+// The halves of a tile of the shape that hold rows of B (the last tile of a group may have one).
+template <int kShape>
+__device__ __forceinline__ int tile_halves(const TileJob& job) {
+  using P = Pipeline<kShape>;
+  return P::kHalves == 1 ? 1 : min(P::kHalves, (job.g.n - job.n_block * P::kBRows + kTileN - 1) / kTileN);
+}
+
 template <int kShape, class Tiles>
 __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
   constexpr int kStages = Pipeline<kShape>::kStages;
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
-  auto stage_of = [&](int s) { return smem_u32(smem + s * Pipeline<kShape>::kStageBytes); };
-  auto expect = [&](const GroupArgs& g, int s) { mbar_arrive_expect_tx(bars.full(s), kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512); };
+  using P = Pipeline<kShape>;
+  auto stage_of = [&](int s) { return smem_u32(smem + s * P::kStageBytes); };
+  auto expect = [&](const TileJob& job, int s) {
+    mbar_arrive_expect_tx(bars.full(s), tile_halves<kShape>(job) * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2);
+  };
   // B's rows and scale atom: nothing the prepass writes, and written by work that ended before the
   // prepass began (it is launched plainly, after everything earlier on the queue).
   auto load_b = [&](const TileJob& job, int kb, int s) {
-    const int n0 = job.n_block * kTileN;
-    tma_load_2d(stage_of(s) + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
-    bulk_load(stage_of(s) + kStageSfb, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+    for (int h = 0, n0 = job.n_block * P::kBRows; h < tile_halves<kShape>(job); ++h, n0 += kTileN) {
+      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
+      bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+    }
   };
   auto load_a = [&](const TileJob& job, int kb, int s) {  // the prepass's fp16 rows
-    tma_load_2d(stage_of(s) + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
+    tma_load_2d(stage_of(s) + P::kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
   };
   // The list form's first stages ask for their B rows and scales before the wait for the prepass,
   // so that DRAM's latency for them overlaps the prepass's tail; their A rows follow the wait. (The
@@ -227,7 +252,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
       const TileJob job = tiles.job(0);
       early = min(kStages, job.g.k / kBlockK);
       for (int kb = 0; kb < early; ++kb) {  // each stage's first use: free, no wait
-        expect(job.g, kb);
+        expect(job, kb);
         load_b(job, kb, kb);
       }
     }
@@ -241,7 +266,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
       const int s = iter % kStages;
       if (int(iter) >= early) {  // (the first `early` K blocks are the first tile's, their B on the way)
         mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
-        expect(job.g, s);
+        expect(job, s);
         load_b(job, kb, s);
       }
       load_a(job, kb, s);
@@ -254,16 +279,19 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
 
 template <int kFixedN8, int kShape, class Tiles>
 __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
+  using P = Pipeline<kShape>;
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
   Consumer<kFixedN8, kShape> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
-  float acc[128];
+  float acc[P::kHalves][128];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-  uint32_t frag[2][4][4];
+  for (int h = 0; h < P::kHalves; ++h)
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[h][i] = 0.0f;
+  uint32_t frag[2][P::kHalves][4][4];
   for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, halves = tile_halves<kShape>(job);
     const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
     const int k_blocks = g.k / kBlockK;
     int kb = 0;
@@ -273,10 +301,14 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     }
     if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
-    keep_in_registers(acc);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h) keep_in_registers(acc[h]);
     consumer.release_unreleased();
-    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8,
-               smem + Pipeline<kShape>::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      if (P::kHalves == 1 || h < halves)
+        store_tile(acc[h], g, m0, m_rows, n0 + h * kTileN + (warp / 4) * 64 + (warp % 4) * 16, n8,
+                   smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
 }
 
@@ -343,26 +375,35 @@ const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
 
 struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads;
-  static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
+  static constexpr int kSmemBytes = std::max({sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes, sm90::Pipeline<2>::kSmemBytes});  // the most of any shape
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  // Two tile shapes (the wgmma's N side is already A's rows), each kTileN rows of B on one CTA: 0 up
-  // to 256 rows of A; 1 (few rows) up to 64, with a deeper pipeline (sm90::Pipeline).
-  static constexpr int kTileShapes = 2;
+  // Three tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B
+  // by up to 256 rows of A; 1 (few rows), kTileN by up to 64, with a deeper pipeline; 2 (few rows),
+  // 2 x kTileN by up to 64 (sm90::Pipeline).
+  static constexpr int kTileShapes = 3;
   struct TileGeometry { int a_rows, b_rows, ctas; };
-  static TileGeometry geometry(int shape) { return {shape ? sm90::Pipeline<1>::kARows : sm90::Pipeline<0>::kARows, kTileN, 1}; }
-  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
-  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
-  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
+  template <int kShape> static TileGeometry geometry_of() { return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1}; }
+  static TileGeometry geometry(int shape) { return shape == 0 ? geometry_of<0>() : shape == 1 ? geometry_of<1>() : geometry_of<2>(); }
+  static int smem_bytes(int shape) {
+    return shape == 0 ? sm90::Pipeline<0>::kSmemBytes : shape == 1 ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<2>::kSmemBytes;
+  }
+  // The schedule weighs shapes 1 and 2 only for problems whose groups all fit one of their tiles.
+  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= geometry(shape).a_rows; }
   static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
-    return shape ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{}) : sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{});
+    return shape == 0 ? sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{})
+         : shape == 1 ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{})
+                      : sm90::gemm_kernel<2>(fixed_n8, sm90::FixedWgmmaN8{});
   }
   static int fixed_n8_at_least(int n8, int shape) {
-    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
+    return shape == 0 ? sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{})
+         : shape == 1 ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{})
+                      : sm90::fixed_n8_at_least<2>(n8, sm90::FixedWgmmaN8{});
   }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
   // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
+  // (Shapes 0 and 1: the MoE forms' tiles have kTileN rows of B, shape 2's kernel is shape 1's.)
   static int expert_shape(int most_rows) { return most_rows <= sm90::Pipeline<1>::kARows ? 1 : 0; }
   static const void* expert_kernel(int shape) {
     return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
@@ -377,8 +418,12 @@ struct Arch {
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
   // Shape 1's fixed share is an estimate: shape 0's less the wait for TMA that its deeper pipeline
-  // removes (a third of a K block at N = 8, docs/PERF.md section 5).
-  static int64_t tile_cost(int m_rows, int k, int shape) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + (shape ? 176 : 256)); }
+  // removes (a third of a K block at N = 8, docs/PERF.md section 5); shape 2's, two halves that pay
+  // the barrier and the wgmma's round trip once, another.
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int rows = (m_rows + 7) / 8 * 8;
+    return int64_t(k) * (shape == 0 ? rows + 256 : shape == 1 ? rows + 176 : 2 * rows + 256);
+  }
   static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
