@@ -26,8 +26,8 @@ from .validate import validate
 
 # The tile shapes (nvfp4_plan_create's tiles): the one the schedule chooses by its cost, or one of
 # the kernel's. sm_100a: 128 rows of A by 128 of B, swapped (128 rows of B by 256 of A), or swapped
-# over a CTA pair (256 rows of B by 128 of A). sm_90a: 128 rows of B by up to 256 of A, or by up to
-# 64 with a deeper pipeline (few rows).
+# over a CTA pair (256 rows of B by 128 of A). sm_90a: 128 rows of B by up to 256 of A, or 256 rows
+# of B by up to 64 of A in a deeper pipeline (few rows).
 TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED, TILES_PAIR = -1, 0, 1, 2
 TILES_FEW_ROWS = 1
 TILE_SHAPE_NAMES = {100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},

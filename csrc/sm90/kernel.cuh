@@ -28,21 +28,19 @@ constexpr int kBlockK = 64;            // K elements per pipeline stage
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
 
-// The pipeline of each tile shape. Shape 0 takes tiles of up to 256 A rows, in 5 stages. Shape 1
-// (few rows) takes up to 64, in as many stages as fit (16): with few A rows a K block is mostly B,
-// and 16 stages keep 64 KB of it in flight per SM where 5 kept 20 KB, which at DRAM's rate covers
-// less than its latency (docs/PERF.md: at wgmma N = 8 a third of a K block went to the wait for TMA).
-//
-// Shape 2 (few rows) puts 256 B rows on a CTA, two halves of 128: each consumer warpgroup decodes
-// and issues the wgmma of 64 rows of each half per K block, so the fixed latencies of a K block (the
-// stage's barrier, the shared-memory loads, the wgmma's round trip) are paid once per 256 B rows.
+// The pipeline of each tile shape. Shape 0 takes tiles of 128 B rows by up to 256 A rows, in 5
+// stages. Shape 1 (few rows) takes 256 B rows, two halves of 128, by up to 64 A rows, in as many
+// stages as fit (12): each consumer warpgroup decodes and issues the wgmma of 64 rows of each half
+// per K block, so that a K block's fixed latencies (the stage's barrier, the shared-memory loads, the
+// wgmma's round trip), which dominate it when A has few rows, are paid once per 256 B rows; the deep
+// ring keeps about 100 KB of B in flight per SM.
 //
 // A stage: B's packed FP4 rows (32 bytes each), one 512-byte scale atom per half, then A's fp16 rows
 // (128 bytes each, 128B-swizzled, from a 1024-byte boundary as the swizzle atoms need).
 template <int kShape>
 struct Pipeline {
   static constexpr int kARows = kShape == 0 ? kTileM : 64;
-  static constexpr int kHalves = kShape == 2 ? 2 : 1;
+  static constexpr int kHalves = kShape == 1 ? 2 : 1;
   static constexpr int kBRows = kHalves * kTileN;
   static constexpr int kMaxN8 = kARows / 8;
   static constexpr int kStageB = 0;
@@ -375,40 +373,30 @@ const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
 
 struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads;
-  static constexpr int kSmemBytes = std::max({sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes, sm90::Pipeline<2>::kSmemBytes});  // the most of any shape
+  static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  // Three tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B
-  // by up to 256 rows of A; 1 (few rows), kTileN by up to 64, with a deeper pipeline; 2 (few rows),
-  // 2 x kTileN by up to 64 (sm90::Pipeline).
-  static constexpr int kTileShapes = 3;
+  // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
+  // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
+  static constexpr int kTileShapes = 2;
   struct TileGeometry { int a_rows, b_rows, ctas; };
   template <int kShape> static TileGeometry geometry_of() { return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1}; }
-  static TileGeometry geometry(int shape) { return shape == 0 ? geometry_of<0>() : shape == 1 ? geometry_of<1>() : geometry_of<2>(); }
-  static int smem_bytes(int shape) {
-    return shape == 0 ? sm90::Pipeline<0>::kSmemBytes : shape == 1 ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<2>::kSmemBytes;
-  }
-  // The schedule weighs shapes 1 and 2 only for problems whose groups all fit one of their tiles.
-  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= geometry(shape).a_rows; }
+  static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
+  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
+  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
+  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
   static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
-    return shape == 0 ? sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{})
-         : shape == 1 ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{})
-                      : sm90::gemm_kernel<2>(fixed_n8, sm90::FixedWgmmaN8{});
+    return shape ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{}) : sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{});
   }
   static int fixed_n8_at_least(int n8, int shape) {
-    return shape == 0 ? sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{})
-         : shape == 1 ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{})
-                      : sm90::fixed_n8_at_least<2>(n8, sm90::FixedWgmmaN8{});
+    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
   }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
   // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
-  // (Shapes 0 and 1: the MoE forms' tiles have kTileN rows of B, shape 2's kernel is shape 1's.)
-  static int expert_shape(int most_rows) { return most_rows <= sm90::Pipeline<1>::kARows ? 1 : 0; }
-  static const void* expert_kernel(int shape) {
-    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
-                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
-  }
+  // The MoE forms take shape 0 alone: their walker deals tiles of kTileN rows of B (experts.cuh).
+  static int expert_shape(int /*most_rows*/) { return 0; }
+  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>); }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
@@ -417,12 +405,11 @@ struct Arch {
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  // Shape 1's fixed share is an estimate: shape 0's less the wait for TMA that its deeper pipeline
-  // removes (a third of a K block at N = 8, docs/PERF.md section 5); shape 2's, two halves that pay
-  // the barrier and the wgmma's round trip once, another.
+  // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
+  // A rows (docs/PERF.md section 22): 2 x rows + 440.
   static int64_t tile_cost(int m_rows, int k, int shape) {
     const int rows = (m_rows + 7) / 8 * 8;
-    return int64_t(k) * (shape == 0 ? rows + 256 : shape == 1 ? rows + 176 : 2 * rows + 256);
+    return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
   }
   static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
