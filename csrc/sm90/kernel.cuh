@@ -35,18 +35,18 @@ constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA
 // wgmma's round trip), which dominate it when A has few rows, are paid once per 256 B rows; the deep
 // ring keeps about 100 KB of B in flight per SM.
 //
-// A stage: B's packed FP4 rows (32 bytes each), one 512-byte scale atom per half, then A's fp16 rows
-// (128 bytes each, 128B-swizzled, from a 1024-byte boundary as the swizzle atoms need).
+// A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
+// swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
 template <int kShape>
 struct Pipeline {
   static constexpr int kARows = kShape == 0 ? kTileM : 64;
   static constexpr int kHalves = kShape == 1 ? 2 : 1;
   static constexpr int kBRows = kHalves * kTileN;
   static constexpr int kMaxN8 = kARows / 8;
-  static constexpr int kStageB = 0;
+  static constexpr int kStageA = 0;
+  static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
-  static constexpr int kStageA = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStageBytes = kStageA + kARows * kBlockK * 2;
+  static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
   static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
   static constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
@@ -60,12 +60,14 @@ constexpr int kPrepassThreads = 256;
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 
-// The fragments of B rows `row` and `row` + 8 of a half: its packed rows b and scale atom sf.
-__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* b, const uint8_t* sf, int row, int t) {
-  const uint2 wa = *reinterpret_cast<const uint2*>(b + row * 32 + t * 8);
-  const uint2 wb = *reinterpret_cast<const uint2*>(b + (row + 8) * 32 + t * 8);
-  const __half2 sa = scale_to_half2(sf[scale_byte_in_atom(row, t)]);
-  const __half2 sb = scale_to_half2(sf[scale_byte_in_atom(row + 8, t)]);
+// The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
+// b_offset and sf_offset in the stage. (Offsets, constant once inlined, not pointers: ptxas then folds
+// them into each thread's fixed offsets, and the loads wait on one add after the stage's barrier.)
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int b_offset, int sf_offset, int row, int t) {
+  const __half2 sa = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row, t)]);
+  const __half2 sb = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row + 8, t)]);
+  const uint2 wa = *reinterpret_cast<const uint2*>(stage + (b_offset + row * 32 + t * 8));
+  const uint2 wb = *reinterpret_cast<const uint2*>(stage + (b_offset + (row + 8) * 32 + t * 8));
   frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
   frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
   frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
@@ -162,7 +164,7 @@ struct Consumer {
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
-      load_b_fragments(frag[kBuf][h], stage + P::kStageB + h * kTileN * 32, stage + P::kStageSfb + h * 512, b_row, t);
+      load_b_fragments(frag[kBuf][h], stage, P::kStageB + h * kTileN * 32, P::kStageSfb + h * 512, b_row, t);
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
@@ -230,13 +232,25 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   auto expect = [&](const TileJob& job, int s) {
     mbar_arrive_expect_tx(bars.full(s), tile_halves<kShape>(job) * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2);
   };
-  // B's rows and scale atom: nothing the prepass writes, and written by work that ended before the
-  // prepass began (it is launched plainly, after everything earlier on the queue).
+  // B's rows and scale atoms: nothing the prepass writes, and written by work that ended before the
+  // prepass began (it is launched plainly, after everything earlier on the queue). A stage's loads go
+  // out in the order that measured fastest on the H200 (docs/PERF.md): shape 0 B's rows, A's rows,
+  // then B's scales; shape 1 each half's rows and scales, then A's rows.
+  constexpr bool kScalesAfterA = kShape == 0;
+  auto load_b_scales = [&](const TileJob& job, int kb, int s, int h) {
+    const int n0 = job.n_block * P::kBRows + h * kTileN;
+    bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+  };
   auto load_b = [&](const TileJob& job, int kb, int s) {
-    for (int h = 0, n0 = job.n_block * P::kBRows; h < tile_halves<kShape>(job); ++h, n0 += kTileN) {
-      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, bars.full(s), once);
-      bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+    for (int h = 0; h < tile_halves<kShape>(job); ++h) {
+      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + job.n_block * P::kBRows + h * kTileN,
+                  bars.full(s), once);
+      if constexpr (!kScalesAfterA) load_b_scales(job, kb, s, h);
     }
+  };
+  auto load_scales_after_a = [&](const TileJob& job, int kb, int s) {
+    if constexpr (kScalesAfterA)
+      for (int h = 0; h < tile_halves<kShape>(job); ++h) load_b_scales(job, kb, s, h);
   };
   auto load_a = [&](const TileJob& job, int kb, int s) {  // the prepass's fp16 rows
     tma_load_2d(stage_of(s) + P::kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
@@ -252,6 +266,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
       for (int kb = 0; kb < early; ++kb) {  // each stage's first use: free, no wait
         expect(job, kb);
         load_b(job, kb, kb);
+        load_scales_after_a(job, kb, kb);
       }
     }
     wait_for_prerequisite_grids();
@@ -262,12 +277,15 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
     const int k_blocks = job.g.k / kBlockK;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
       const int s = iter % kStages;
-      if (int(iter) >= early) {  // (the first `early` K blocks are the first tile's, their B on the way)
-        mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
-        expect(job, s);
-        load_b(job, kb, s);
+      if (int(iter) < early) {  // the first tile's first K blocks: their B is on the way
+        load_a(job, kb, s);
+        continue;
       }
+      mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
+      expect(job, s);
+      load_b(job, kb, s);
       load_a(job, kb, s);
+      load_scales_after_a(job, kb, s);
     }
   }
   // The consumers' release of every stage they used. A consumer stuck on a stage that never lands
