@@ -196,6 +196,7 @@ struct TileJob {
 
 // The list form: the host's schedule, CTA (or pair) `unit` runs tiles cta_first_tile[unit] ... [unit + 1] - 1.
 struct ListTiles {
+  static constexpr bool kReadsEarlierGrids = false;  // the schedule is in the kernel's parameters
   const LaunchArgs& args;
   int first, last;
   __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
@@ -225,6 +226,7 @@ __host__ __device__ inline int walk_tiles(int total, int unit, int units) {
 // starts (programmatic launch), and __ldg's non-coherent loads, whose data the compiler takes as
 // fixed for the whole kernel, may be moved above the GEMM's wait for that grid.
 struct ExpertTiles {
+  static constexpr bool kReadsEarlierGrids = true;  // the grid before the GEMM writes the walk's table
   const ExpertLaunchArgs& args;
   ExpertTable table;
   int unit, units, tiles;

@@ -24,11 +24,14 @@ from .layout import E4M3_DTYPES, F16_DTYPES, FP4_DTYPES, group_shapes, group_ten
 from .portable import portable_kernel
 from .validate import validate
 
-# The sm_100a tile shapes (nvfp4_plan_create's tiles): the one the schedule chooses by its cost,
-# 128 rows of A by 128 of B, swapped (128 rows of B by 256 of A), or swapped over a CTA pair (256
-# rows of B by 128 of A).
+# The tile shapes (nvfp4_plan_create's tiles): the one the schedule chooses by its cost, or one of
+# the kernel's. sm_100a: 128 rows of A by 128 of B, swapped (128 rows of B by 256 of A), or swapped
+# over a CTA pair (256 rows of B by 128 of A). sm_90a: 128 rows of B by up to 256 of A, or 256 rows
+# of B by up to 64 of A in a deeper pipeline (few rows).
 TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED, TILES_PAIR = -1, 0, 1, 2
-TILE_SHAPE_NAMES = {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"}
+TILES_FEW_ROWS = 1
+TILE_SHAPE_NAMES = {100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},
+                    90: {TILES_CHOSEN: "chosen", 0: "up to 256 rows", TILES_FEW_ROWS: "few rows"}}
 KERNEL_MAX_M, KERNEL_MAX_N = 512 * 128, 65536 * 128  # the tile fields: 512 row blocks of 128, 65536 column blocks of 128
 
 _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call

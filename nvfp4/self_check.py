@@ -83,7 +83,7 @@ def self_check_failure(path: KernelPath, device: torch.device) -> str | None:
             except (RuntimeError, ValueError) as e:
                 failure = f"{type(e).__name__}: {e}"
             if failure is not None:
-                return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[tiles]} tiles: {failure}"
+                return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[path.arch][tiles]} tiles: {failure}"
         return None
     finally:
         path.tiles = chosen

@@ -11,7 +11,7 @@ class Launch(NamedTuple):
     tiles: int
     persistent: bool  # sm_100a: the kernel with the TMEM double buffer
     fixed_n8: int     # sm_90a: the kernel built for wgmma N = 8 * fixed_n8; 0: the one choosing each tile's N
-    shape: int        # sm_100a: the tile shape (nvfp4.kernel_path.TILES_*)
+    shape: int        # the tile shape (nvfp4.kernel_path.TILES_*)
 
 
 def launches(path: KernelPath, data) -> list[Launch]:

@@ -104,8 +104,8 @@ def schedule_cases():
     return cases
 
 
-SHAPE_CHOICES = {90: (-1, 0), 100: (-1, 0, 1, 2)}  # -1: the plan's choice; then each tile shape the build has
-SHAPE_NAMES = {-1: "chosen", 0: "unswapped", 1: "swapped", 2: "pair"}
+SHAPE_CHOICES = {90: (-1, 0, 1), 100: (-1, 0, 1, 2)}  # -1: the plan's choice; then each tile shape the build has
+SHAPE_NAMES = {-1: "chosen", 0: "shape0", 1: "shape1", 2: "shape2"}
 
 
 @pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
@@ -230,7 +230,25 @@ def test_sm100_tile_shape_follows_the_cost_of_the_busiest_cta():
     case = benchmarks[2]
     for forced in (0, 1, 2):
         assert set(schedule(lib100, case["m"], case["n"], case["k"], 148, forced)[:, 7]) == {forced}
-    assert set(schedule(load(90), case["m"], case["n"], case["k"], 132, 1)[:, 7]) == {0}
+    assert set(schedule(load(90), case["m"], case["n"], case["k"], 132, 1)[:, 7]) == {1}  # sm_90a: few rows, asked for
+
+
+def test_sm90_problems_of_few_rows_take_the_wide_b_tiles_when_they_fill_the_sms():
+    """sm_90a's tile shape 1 (256 B rows by at most 64 A rows) is weighed only when every group fits
+    one of its tiles, and then, cheaper than two tiles of shape 0, chosen unless its tiles are too few
+    for the SMs; a problem with a wider group keeps shape 0; a shape asked for whose chunks the tile
+    cannot number gets no launches (and a plan, an error)."""
+    from nvcc_build import load
+
+    lib90 = load(90)
+    tiles = schedule(lib90, (1, 8, 3, 0, 5, 2, 7, 4), (4096,) * 8, (7168,) * 8, 132)
+    assert set(tiles[:, 7]) == {1} and len(tiles) == 7 * 16  # a tile per group and 256 rows of B
+    tiles = schedule(lib90, (16, 64, 0, 33), (4096,) * 4, (7168,) * 4, 132)
+    assert set(tiles[:, 7]) == {0} and 96 < len(tiles) <= 132  # too few tiles of 256 B rows for the SMs: shape 0, in narrower chunks
+    for case in read_cases(str(ROOT / "task.yml"), "benchmarks", None):
+        assert set(schedule(lib90, case.args["m"], case.args["n"], case.args["k"], 132)[:, 7]) == {0}
+    assert set(schedule(lib90, (65, 8), (4096, 4096), (7168, 7168), 132)[:, 7]) == {0}
+    assert len(schedule(lib90, (40000,), (128,), (256,), 132, 1)) == 0
 
 
 def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():

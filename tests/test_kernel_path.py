@@ -7,7 +7,7 @@ import nvfp4
 import submission
 from nvfp4.build import kernel_target
 from nvfp4.dispatch import select_path
-from nvfp4.kernel_path import KernelPath
+from nvfp4.kernel_path import TILES_FEW_ROWS, KernelPath
 from nvfp4.layout import from_leaderboard
 from reference import generate_full_range_input, generate_input
 from harness.runners import clone_data
@@ -113,6 +113,34 @@ def test_kernel_built_for_one_wgmma_n_writes_only_its_tiles_rows(path, m, n, k, 
     data = generate_full_range_input(m, n, k, len(m), seed=sum(m) + fixed_n8)
     assert {launch.fixed_n8 for launch in launches(path, data)} == {fixed_n8}
     check(path, data, calls=3)
+
+
+@pytest.fixture(scope="module")
+def few_rows_path(path):
+    """sm_90a's tile shape 1 (256 B rows by at most 64 A rows a tile, 12 stages), asked for on every
+    problem: wider groups are cut into chunks of 64 rows."""
+    if path.arch != 90:
+        pytest.skip("tile shape 1 is sm_90a's few-rows pipeline")
+    p = KernelPath(path.lib, torch.device("cuda", torch.cuda.current_device()))
+    p.tiles = TILES_FEW_ROWS
+    return p
+
+
+@pytest.mark.parametrize("case", read_cases(str(ROOT / "task.yml"), "tests", None), ids=lambda c: c.spec)
+def test_the_few_rows_pipeline_on_the_official_tests(few_rows_path, case):
+    data = generate_input(**case.args)
+    assert {launch.shape for launch in launches(few_rows_path, data)} == {TILES_FEW_ROWS}
+    check(few_rows_path, data)
+
+
+@pytest.mark.parametrize("m,n,k", [
+    ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),  # M = 1, odd M and N, a group of five chunks; tiles of one half
+    ((8, 0, 64, 33, 16, 2, 40, 64), (4096,) * 8, (2048,) * 8),      # decode-like: many tiles, 12 stages wrap
+    ((5, 17), (384, 640), (512, 256)),                                 # a tile whose second half has no rows of B
+    ((24,), (128,), (7168,)),                                          # one tile, 112 K blocks
+])
+def test_the_few_rows_pipeline_on_full_range_data(few_rows_path, m, n, k):
+    check(few_rows_path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 11), calls=3)
 
 
 def views_at(buffers, m, n, k):

@@ -75,7 +75,7 @@ def check_case(lib, data, num_sms, tiles=TILES_CHOSEN) -> list[str]:
                 problems.append(f"launch {launch}: tile shape {shape.value}, asked for {tiles}")
             if (grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units)):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
-            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8):
+            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8 or 8 * fixed_n8.value > a_rows):
                 problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
             if firsts[units] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(units)):
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")
@@ -109,7 +109,7 @@ def check_case(lib, data, num_sms, tiles=TILES_CHOSEN) -> list[str]:
                 if lib.nvfp4_arch() == 100:
                     bad = chunk != a_rows or box != chunk // tile_ctas
                 else:
-                    bad = chunk not in range(8, tile_m.value + 1, 8) or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)
+                    bad = chunk not in range(8, a_rows + 1, 8) or not rows <= wgmma_rows <= box <= max(chunk, wgmma_rows)
                 if bad:
                     problems.append(f"group {g} tile {key}: {rows} rows of an A chunk of {chunk}, a box of {box}, wgmma N {wgmma_rows}")
     finally:
@@ -158,10 +158,10 @@ def main():
     failures = tmem_problems(lib)
     if byte_element_maps(lib):
         print("note: this GPU's driver refuses 4-bit tensor-map elements; the maps use the byte-equivalent UINT8 type")
-    choices = {name: tiles for tiles, name in TILE_SHAPE_NAMES.items()}
+    choices = {name: tiles for tiles, name in TILE_SHAPE_NAMES[args.arch].items()}
     for spec, case in cases():
         data = generate_input(**case)
-        for label, tiles in (choices.items() if args.arch == 100 else [("", TILES_CHOSEN)]):
+        for label, tiles in choices.items():
             problems = check_case(lib, data, num_sms, tiles)
             print(f"{'ok  ' if not problems else 'FAIL'} {spec} {label}", flush=True)
             failures += problems

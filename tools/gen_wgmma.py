@@ -13,8 +13,10 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent.parent / "csrc" / "sm90" / "wgmma_generated.cuh"
 TILE_N8 = range(1, 33)  # wgmma N / 8 of an sm_90a tile: 8 to 256 A rows (kTileM)
 # The kernels built for one wgmma N (/ 8), besides the one choosing each tile's N: every multiple
-# of 16 rows (each adds about 0.8 s to a cold build).
+# of 16 rows (each adds about 0.8 s to a cold build; a tile shape builds those its tiles can have).
 FIXED_WGMMA_N8 = tuple(range(2, 33, 2))
+# The most wgmma N (/ 8) of each tile shape (sm90::Pipeline's kMaxN8): a tree of comparisons each.
+TREE_MAX_N8 = (32, 8)
 
 
 def wgmma_rs_specializations() -> str:
@@ -34,7 +36,7 @@ def wgmma_rs_specializations() -> str:
     return "\n".join(out)
 
 
-def k_block_tree(lo: int = TILE_N8.start, hi: int = TILE_N8.stop, indent: int = 2) -> str:
+def k_block_tree(lo: int, hi: int, indent: int = 2) -> str:
     """Comparisons on n8 in [lo, hi) whose leaves issue the four k16 steps of a K block with wgmma
     N = 8 * n8 (descriptor + 32 bytes each) and commit them."""
     pad = " " * indent
@@ -51,10 +53,17 @@ def generated() -> str:
         "#pragma once\n\n"
         f"using FixedWgmmaN8 = std::integer_sequence<int, {', '.join(map(str, FIXED_WGMMA_N8))}>;\n\n"
         f"{wgmma_rs_specializations()}\n\n"
-        "// The four k16 steps of a K block with wgmma N = 8 * n8, chosen at run time, committed as one group.\n"
+        "// The four k16 steps of a K block with wgmma N = 8 * n8 (1 <= n8 <= kMaxN8), chosen at run time,\n"
+        "// committed as one group.\n"
+        "template <int kMaxN8>\n"
         "__device__ __forceinline__ void wgmma_k_block_tree(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8,\n"
-        "                                                   bool first) {\n"
-        f"{k_block_tree()}}}\n"
+        "                                                   bool first);\n"
+        + "".join(
+            "template <>\n"
+            f"__device__ __forceinline__ void wgmma_k_block_tree<{top}>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,\n"
+            "                                                        int n8, bool first) {\n"
+            f"{k_block_tree(1, top + 1)}}}\n"
+            for top in TREE_MAX_N8)
     )
 
 

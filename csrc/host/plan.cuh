@@ -61,6 +61,8 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, max_pairs, choice);
+  if (problem->launches.empty() && std::any_of(groups.begin(), groups.end(), has_tiles))
+    return st.fail("unsupported problem", "a group has more chunks of the tile shape asked for than a tile can number");
   EncodeTiledFn encode;
   if (!encode_fn(&encode, st)) return false;
   for (const ScheduledLaunch& sched : problem->launches) {
@@ -121,7 +123,7 @@ bool prepare_kernels(Status& st) {
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     for (bool persistent : {false, true})
       for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
-        if (n8 == 0 || Arch::fixed_n8_at_least(n8) == n8)
+        if (n8 == 0 || Arch::fixed_n8_at_least(n8, shape) == n8)
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
@@ -147,7 +149,7 @@ cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute* at
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(Arch::kThreads);
-  config.dynamicSmemBytes = size_t(Arch::kSmemBytes);
+  config.dynamicSmemBytes = size_t(Arch::smem_bytes(shape));
   attrs[0] = cluster_of(shape);
   config.attrs = attrs;
   config.numAttrs = Arch::geometry(shape).ctas > 1 ? 1 : 0;
@@ -189,6 +191,8 @@ bool launch_plan(Plan& plan, Queue queue, Status& st) {
       prepass.gridDim = plan.prepass_grids[i];
       prepass.blockDim = dim3(Arch::kPrepassThreads);
       unsigned none = 0;
+      // A plain launch: it starts after all earlier work on the queue, which the GEMM's loads of B
+      // before its wait for the prepass rely on.
       launch_on(prepass, nullptr, &none, queue, false);
       NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&prepass, Arch::prepass_kernel(), prepass_argv));
     }
@@ -239,10 +243,11 @@ bool instantiate_plan(Plan& plan, Status& st) {
   };
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
+    // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
       e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),
-              unsigned(Arch::kSmemBytes), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
+              unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));

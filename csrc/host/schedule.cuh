@@ -52,18 +52,19 @@ inline int count_tiles(const std::vector<GroupShape>& groups, int shape = 0) {
   return tiles;
 }
 
-// A rows per tile: kTileM, unless the problem has fewer tiles than SMs and the kernel takes tiles of
-// any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal chunks under the
-// smallest bound at which the tiles still fit on the SMs, so no SM idles for want of a tile and the
-// widest tile, which the others wait for, is as narrow as it can be.
-void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms) {
-  for (GroupShape& s : groups) s.chunk_rows = Arch::kTileM;
-  if (!Arch::kNarrowTiles || count_tiles(groups) >= num_sms) return;
+// A rows per tile: the tile shape's, unless the problem has fewer tiles than SMs and the kernel
+// takes tiles of any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal
+// chunks under the smallest bound at which the tiles still fit on the SMs, so no SM idles for want
+// of a tile and the widest tile, which the others wait for, is as narrow as it can be.
+void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms, int shape) {
+  const int widest = Arch::geometry(shape).a_rows;
+  for (GroupShape& s : groups) s.chunk_rows = widest;
+  if (!Arch::kNarrowTiles || count_tiles(groups, shape) >= num_sms) return;
   auto tiles_under = [&](int bound) {
     for (GroupShape& s : groups) s.chunk_rows = bound;
-    return count_tiles(groups);
+    return count_tiles(groups, shape);
   };
-  int bound = Arch::kTileM;
+  int bound = widest;
   while (bound > 8 && tiles_under(bound - 8) <= num_sms) bound -= 8;
   for (GroupShape& s : groups)
     if (has_tiles(s)) s.chunk_rows = round_up(ceil_div(s.m, ceil_div(s.m, bound)), 8);
@@ -139,15 +140,15 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 // the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
 // K block on the H200: docs/PERF.md) but issues every tile with the widest tile's N (or the
 // next N built): taken when, by the tile costs, its busiest CTA is done no later.
-int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas) {
+int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas, int shape) {
   int widest = 0;
   for (const TileItem& t : tiles) widest = std::max(widest, ceil_div(t.rows, 8));
-  const int n8 = Arch::fixed_n8_at_least(widest);
+  const int n8 = Arch::fixed_n8_at_least(widest, shape);
   if (!n8) return 0;
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
     own[size_t(cta_of[t])] += tiles[t].cost;
-    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, 0) * 15 / 16;
+    fixed[size_t(cta_of[t])] += tile_cost(8 * n8, tiles[t].k, shape) * 15 / 16;
   }
   return *std::max_element(fixed.begin(), fixed.end()) <= *std::max_element(own.begin(), own.end()) ? n8 : 0;
 }
@@ -197,7 +198,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
     launch.cta_first.assign(size_t(ctas) + 1, 0);
     for (const int c : cta_of) ++launch.cta_first[size_t(c) + 1];
     for (int c = 0; c < ctas; ++c) launch.cta_first[size_t(c) + 1] += launch.cta_first[size_t(c)];
-    launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas);
+    launch.fixed_n8 = fixed_wgmma_n8(chunk, cta_of, ctas, shape);
     launch.shape = shape;
     std::vector<int64_t> cost(size_t(ctas), 0);
     for (size_t t = 0; t < chunk.size(); ++t) cost[size_t(cta_of[t])] += chunk[t].cost;
@@ -218,9 +219,17 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches) {
   return total;
 }
 
-// Which tile shape a problem's launches use: one of Arch's shapes (0 where it has one), or the one
-// that leaves the busiest CTAs the lowest cost (ties: the lower shape).
+// Which tile shape a problem's launches use: one of Arch's shapes, or of those worth trying for the
+// problem (Arch::worth_trying) the one that leaves the busiest CTAs the lowest cost (ties: the lower
+// shape).
 constexpr int kTilesChosen = -1;
+
+// Whether every group's chunks fit the tile's chunk field (pack_tile: 9 bits).
+inline bool chunks_fit(const std::vector<GroupShape>& groups) {
+  for (const GroupShape& s : groups)
+    if (has_tiles(s) && ceil_div(s.m, s.chunk_rows) > 512) return false;
+  return true;
+}
 
 // A problem's tile schedule: each group's A chunk rows and the launches. It depends only on every
 // group's M, N, K and the SM count, so a plan for a problem seen before on other buffers (a benchmark
@@ -231,12 +240,12 @@ struct Schedule {
   std::vector<ScheduledLaunch> launches;
 };
 
-// Sets each group's chunk_rows and returns the schedule of the groups.
+// Sets each group's chunk_rows and returns the schedule of the groups: no launches when the shape
+// asked for cannot hold the groups' chunks.
 std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups, int num_sms, int max_pairs, int choice) {
   constexpr size_t kRecentProblems = 16;
   static std::mutex mutex;
   static std::vector<std::pair<std::vector<int>, std::shared_ptr<const Schedule>>> recent;  // most recent first
-  if (Arch::kTileShapes == 1) choice = 0;
   std::vector<int> key{num_sms, max_pairs, choice};
   for (const GroupShape& s : groups) key.insert(key.end(), {s.m, s.n, s.k});
   std::shared_ptr<const Schedule> found;
@@ -254,12 +263,14 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
   }
   auto made = std::make_shared<Schedule>();
   int64_t best = 0;
+  int most_rows = 0;
+  for (const GroupShape& s : groups)
+    if (has_tiles(s)) most_rows = std::max(most_rows, s.m);
   for (int shape = 0; shape < Arch::kTileShapes; ++shape) {
-    if (choice != kTilesChosen && choice != shape) continue;
+    if (choice == kTilesChosen ? !Arch::worth_trying(most_rows, shape) : choice != shape) continue;
     std::vector<GroupShape> shaped = groups;
-    if (shape == 0) choose_chunk_rows(shaped, num_sms);
-    else
-      for (GroupShape& s : shaped) s.chunk_rows = Arch::geometry(shape).a_rows;
+    choose_chunk_rows(shaped, num_sms, shape);
+    if (!chunks_fit(shaped)) continue;
     std::vector<ScheduledLaunch> launches = schedule(shaped, num_sms, max_pairs, shape);
     const int64_t cost = makespan(launches);
     if (made->launches.empty() || cost < best) {

@@ -296,6 +296,7 @@ struct Arch {
   static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
                                               sm100::TileShape<sm100::kPair>::kSmemBytes});
   static constexpr int kTileShapes = 3;  // sm100::TileShapeId
+  static int smem_bytes(int /*shape*/) { return kSmemBytes; }
   // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
   struct TileGeometry { int a_rows, b_rows, ctas; };
   template <int kShape>
@@ -356,7 +357,8 @@ struct Arch {
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }
-  static int fixed_n8_at_least(int /*n8*/) { return 0; }  // no kernels built for one wgmma N
+  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }  // no kernels built for one wgmma N
+  static bool worth_trying(int /*most_rows*/, int /*shape*/) { return true; }  // the schedule weighs every shape
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of

@@ -22,20 +22,37 @@ namespace sm90 {
 constexpr int kThreads = 384;          // warpgroup 0: the TMA producer (one thread); 1-2: consumers
 constexpr int kConsumerThreads = 256;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
-constexpr int kTileN = 128;            // B rows per tile
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N)
+constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
 constexpr int kBlockK = 64;            // K elements per pipeline stage
-constexpr int kStages = 5;
-constexpr int kStageA = 0;                                  // fp16 A rows, 128 bytes each, 128B-swizzled
-constexpr int kStageB = kStageA + kTileM * kBlockK * 2;     // packed FP4 B rows, 32 bytes each
-constexpr int kStageSfb = kStageB + kTileN * kBlockK / 2;   // B's 512-byte scale atom
-constexpr int kStageBytes = (kStageSfb + 512 + 1023) / 1024 * 1024;  // stages stay 1024-aligned (swizzle atoms)
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
-constexpr int kSmemStages = 0;
-constexpr int kSmemEpilogue = kSmemStages + kStages * kStageBytes;
-constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
-constexpr int kNumBarriers = 2 * kStages;
-constexpr int kSmemBytes = kSmemBarriers + kNumBarriers * 8 + 1024;  // + slack to align the base to 1024
+constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
+
+// The pipeline of each tile shape. Shape 0 takes tiles of 128 B rows by up to 256 A rows, in 5
+// stages. Shape 1 (few rows) takes 256 B rows, two halves of 128, by up to 64 A rows, in as many
+// stages as fit (12): each consumer warpgroup decodes and issues the wgmma of 64 rows of each half
+// per K block, so that a K block's fixed latencies (the stage's barrier, the shared-memory loads, the
+// wgmma's round trip), which dominate it when A has few rows, are paid once per 256 B rows; the deep
+// ring keeps about 100 KB of B in flight per SM.
+//
+// A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
+// swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
+template <int kShape>
+struct Pipeline {
+  static constexpr int kARows = kShape == 0 ? kTileM : 64;
+  static constexpr int kHalves = kShape == 1 ? 2 : 1;
+  static constexpr int kBRows = kHalves * kTileN;
+  static constexpr int kMaxN8 = kARows / 8;
+  static constexpr int kStageA = 0;
+  static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
+  static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
+  static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
+  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kSmemEpilogue = kStages * kStageBytes;
+  static constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
+};
 constexpr int kPrepassThreads = 256;
 
 // The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
@@ -43,11 +60,14 @@ constexpr int kPrepassThreads = 256;
 __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 
-__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int row, int t) {
-  const uint2 wa = *reinterpret_cast<const uint2*>(stage + kStageB + row * 32 + t * 8);
-  const uint2 wb = *reinterpret_cast<const uint2*>(stage + kStageB + (row + 8) * 32 + t * 8);
-  const __half2 sa = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row, t)]);
-  const __half2 sb = scale_to_half2(stage[kStageSfb + scale_byte_in_atom(row + 8, t)]);
+// The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
+// b_offset and sf_offset in the stage. (Offsets, constant once inlined, not pointers: ptxas then folds
+// them into each thread's fixed offsets, and the loads wait on one add after the stage's barrier.)
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int b_offset, int sf_offset, int row, int t) {
+  const __half2 sa = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row, t)]);
+  const __half2 sb = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row + 8, t)]);
+  const uint2 wa = *reinterpret_cast<const uint2*>(stage + (b_offset + row * 32 + t * 8));
+  const uint2 wb = *reinterpret_cast<const uint2*>(stage + (b_offset + (row + 8) * 32 + t * 8));
   frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
   frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
   frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
@@ -116,37 +136,45 @@ __global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(c
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
+template <int kStages>
 struct Barriers {
   uint32_t base;
   __device__ uint32_t full(int s) const { return base + 8 * s; }
   __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
 };
 
-template <int kFixedN8>
+template <int kFixedN8, int kShape>
 struct Consumer {
+  using P = Pipeline<kShape>;
   uint8_t* smem;
-  Barriers bars;
+  Barriers<P::kStages> bars;
   int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
   int t;                    // lane % 4: the scale block of this thread's B fragments
   bool warp_leader;         // lane 0: arrives for its warp
   uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
   int unreleased = -1;      // stage whose wgmma may still be running
 
-  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows.
+  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows, for
+  // every half of the tile. A half without rows of B (tile_halves) is computed from whatever its
+  // part of the stage holds and not stored: branches around the wgmma would make ptxas fence them.
   template <int kBuf>
-  __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
-    const int s = iter % kStages;
-    const uint8_t* stage = smem + kSmemStages + s * kStageBytes;
-    mbar_wait(bars.full(s), (iter / kStages) & 1);
-    load_b_fragments(frag[kBuf], stage, b_row, t);
+  __device__ __forceinline__ void k_block(float (&acc)[P::kHalves][128], uint32_t (&frag)[2][P::kHalves][4][4], int n8, bool first) {
+    const int s = iter % P::kStages;
+    const uint8_t* stage = smem + s * P::kStageBytes;
+    mbar_wait(bars.full(s), (iter / P::kStages) & 1);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      load_b_fragments(frag[kBuf][h], stage, P::kStageB + h * kTileN * 32, P::kStageSfb + h * 512, b_row, t);
     wgmma_fence();
-    wgmma_k_block<kFixedN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + kStageA)), n8, first);
-    wgmma_wait<1>();              // the previous K block's wgmma are done ...
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      wgmma_k_block<kFixedN8, P::kMaxN8>(acc[h], frag[kBuf][h], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
+    wgmma_wait<P::kHalves>();     // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
-    keep_in_registers(frag[kBuf ^ 1][0]);  // ... and its fragments may be overwritten now
-    keep_in_registers(frag[kBuf ^ 1][1]);
-    keep_in_registers(frag[kBuf ^ 1][2]);
-    keep_in_registers(frag[kBuf ^ 1][3]);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][h][j]);  // ... and its fragments may be overwritten now
     unreleased = s;
     ++iter;
   }
@@ -188,25 +216,76 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
-template <class Tiles>
-__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers bars) {
+// The halves of a tile of the shape that hold rows of B (the last tile of a group may have one).
+template <int kShape>
+__device__ __forceinline__ int tile_halves(const TileJob& job) {
+  using P = Pipeline<kShape>;
+  return P::kHalves == 1 ? 1 : min(P::kHalves, (job.g.n - job.n_block * P::kBRows + kTileN - 1) / kTileN);
+}
+
+template <int kShape, class Tiles>
+__device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
+  constexpr int kStages = Pipeline<kShape>::kStages;
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
+  using P = Pipeline<kShape>;
+  auto stage_of = [&](int s) { return smem_u32(smem + s * P::kStageBytes); };
+  auto expect = [&](const TileJob& job, int s) {
+    mbar_arrive_expect_tx(bars.full(s), tile_halves<kShape>(job) * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2);
+  };
+  // B's rows and scale atoms: nothing the prepass writes, and written by work that ended before the
+  // prepass began (it is launched plainly, after everything earlier on the queue). A stage's loads go
+  // out in the order that measured fastest on the H200 (docs/PERF.md): shape 0 B's rows, A's rows,
+  // then B's scales; shape 1 each half's rows and scales, then A's rows.
+  constexpr bool kScalesAfterA = kShape == 0;
+  auto load_b_scales = [&](const TileJob& job, int kb, int s, int h) {
+    const int n0 = job.n_block * P::kBRows + h * kTileN;
+    bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+  };
+  auto load_b = [&](const TileJob& job, int kb, int s) {
+    for (int h = 0; h < tile_halves<kShape>(job); ++h) {
+      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + job.n_block * P::kBRows + h * kTileN,
+                  bars.full(s), once);
+      if constexpr (!kScalesAfterA) load_b_scales(job, kb, s, h);
+    }
+  };
+  auto load_scales_after_a = [&](const TileJob& job, int kb, int s) {
+    if constexpr (kScalesAfterA)
+      for (int h = 0; h < tile_halves<kShape>(job); ++h) load_b_scales(job, kb, s, h);
+  };
+  auto load_a = [&](const TileJob& job, int kb, int s) {  // the prepass's fp16 rows
+    tma_load_2d(stage_of(s) + P::kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
+  };
+  // The list form's first stages ask for their B rows and scales before the wait for the prepass,
+  // so that DRAM's latency for them overlaps the prepass's tail; their A rows follow the wait. (The
+  // MoE forms' walker read the schedule after the wait, at the kernel's start.)
+  int early = 0;
+  if constexpr (!Tiles::kReadsEarlierGrids) {
+    if (tiles.count() > 0) {
+      const TileJob job = tiles.job(0);
+      early = min(kStages, job.g.k / kBlockK);
+      for (int kb = 0; kb < early; ++kb) {  // each stage's first use: free, no wait
+        expect(job, kb);
+        load_b(job, kb, kb);
+        load_scales_after_a(job, kb, kb);
+      }
+    }
+    wait_for_prerequisite_grids();
+  }
   uint32_t iter = 0;
   for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
-    const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
-    const int k_blocks = g.k / kBlockK;
-    const uint32_t bytes = kTileN * kBlockK / 2 + g.a_box_rows * kBlockK * 2 + 512;
+    const int k_blocks = job.g.k / kBlockK;
     for (int kb = 0; kb < k_blocks; ++kb, ++iter) {
       const int s = iter % kStages;
+      if (int(iter) < early) {  // the first tile's first K blocks: their B is on the way
+        load_a(job, kb, s);
+        continue;
+      }
       mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
-      const uint32_t full = bars.full(s);
-      const uint32_t stage = smem_u32(smem + kSmemStages + s * kStageBytes);
-      mbar_arrive_expect_tx(full, bytes);
-      tma_load_2d(stage + kStageB, job.tmap_b, kb * kBlockK / 2, job.b_row0 + n0, full, once);
-      tma_load_2d(stage + kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + m0, full, keep);
-      bulk_load(stage + kStageSfb, g.sfb + scale_atom_offset(n0 / 128, kb, g.k), 512, full, once);
+      expect(job, s);
+      load_b(job, kb, s);
+      load_a(job, kb, s);
+      load_scales_after_a(job, kb, s);
     }
   }
   // The consumers' release of every stage they used. A consumer stuck on a stage that never lands
@@ -214,18 +293,21 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   for (int s = 0; s < kStages; ++s, ++iter) mbar_wait_or_trap(bars.empty(iter % kStages), ((iter / kStages) & 1) ^ 1);
 }
 
-template <int kFixedN8, class Tiles>
-__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers bars) {
+template <int kFixedN8, int kShape, class Tiles>
+__device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
+  using P = Pipeline<kShape>;
   const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer<kFixedN8> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
-  float acc[128];
+  Consumer<kFixedN8, kShape> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
+  float acc[P::kHalves][128];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-  uint32_t frag[2][4][4];
+  for (int h = 0; h < P::kHalves; ++h)
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[h][i] = 0.0f;
+  uint32_t frag[2][P::kHalves][4][4];
   for (int i = 0; i < tiles.count(); ++i) {
     const TileJob job = tiles.job(i);
     const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * kTileN;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, halves = tile_halves<kShape>(job);
     const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
     const int k_blocks = g.k / kBlockK;
     int kb = 0;
@@ -235,72 +317,104 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     }
     if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
-    keep_in_registers(acc);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h) keep_in_registers(acc[h]);
     consumer.release_unreleased();
-    store_tile(acc, g, m0, m_rows, n0 + (warp / 4) * 64 + (warp % 4) * 16, n8, smem + kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      if (P::kHalves == 1 || h < halves)
+        store_tile(acc[h], g, m0, m_rows, n0 + h * kTileN + (warp / 4) * 64 + (warp % 4) * 16, n8,
+                   smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
 }
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
 // many rows; columns past the tile's rows are computed and not stored); 0: each tile's own N.
-// Args: LaunchArgs (the list form, the host's schedule) or ExpertLaunchArgs (the MoE forms).
-template <int kFixedN8, class Args>
+// kShape: the tile shape's pipeline (Pipeline). Args: LaunchArgs (the list form, the host's
+// schedule) or ExpertLaunchArgs (the MoE forms).
+template <int kFixedN8, int kShape, class Args>
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
+  using P = Pipeline<kShape>;
+  static_assert(kFixedN8 <= P::kMaxN8, "a tile of this shape has at most kMaxN8 * 8 A rows");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  const Barriers bars{smem_u32(smem + kSmemBarriers)};
+  const Barriers<P::kStages> bars{smem_u32(smem + P::kSmemBarriers)};
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < P::kStages; ++s) {
       mbar_init(bars.full(s), 1);
       mbar_init(bars.empty(s), kConsumerWarps);
     }
     fence_barrier_init();
   }
   __syncthreads();
-  // The prepass's fp16 A rows (and in the MoE forms the schedule, which the tile walker reads) are
-  // complete and visible from here.
-  wait_for_prerequisite_grids();
-  const typename TilesOf<Args>::type tiles(args, blockIdx.x, gridDim.x);
+  // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
+  // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
+  using Tiles = typename TilesOf<Args>::type;
+  if constexpr (Tiles::kReadsEarlierGrids) wait_for_prerequisite_grids();
+  const Tiles tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
     setmaxnreg_producer();
-    if (threadIdx.x == 0) produce(tiles, smem, bars);
+    if (threadIdx.x == 0) produce<kShape>(tiles, smem, bars);
   } else {
     setmaxnreg_consumer();
-    consume<kFixedN8>(tiles, smem, bars);
+    consume<kFixedN8, kShape>(tiles, smem, bars);
   }
 }
 
-// The smallest N (/ 8) of a kernel built for one N that is at least n8; 0 when there is none.
-template <int... kN8>
+// The list form's kernels of a tile shape: the one choosing each tile's N (0), and one built for
+// each N of FixedWgmmaN8 that the shape's tiles can have.
+template <int kShape, int kN8>
+const void* list_kernel() {
+  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8) return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
+  else return nullptr;
+}
+// The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
+template <int kShape, int... kN8>
 constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
   int found = 0;
-  ((kN8 >= n8 && (found == 0 || kN8 < found) ? (found = kN8) : 0), ...);
+  for (const int built : {kN8...})
+    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
   return found;
 }
-// The kernel for a launch: built for its fixed wgmma N (one of FixedWgmmaN8), or with the tree (0).
-template <int... kN8>
+// The kernel for a launch: built for its fixed wgmma N, or with the tree (0); null for an N the
+// shape has no kernel for (its A boxes would overrun the stage), which the launch then reports.
+template <int kShape, int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
-  const void* kernel = reinterpret_cast<const void*>(&grouped_gemm<0, LaunchArgs>);
-  ((fixed_n8 == kN8 ? (kernel = reinterpret_cast<const void*>(&grouped_gemm<kN8, LaunchArgs>)) : nullptr), ...);
-  return kernel;
+  if (fixed_n8 == 0) return list_kernel<kShape, 0>();
+  const int n8s[] = {kN8...};
+  const void* kernels[] = {list_kernel<kShape, kN8>()...};
+  for (size_t i = 0; i < sizeof n8s / sizeof n8s[0]; ++i)
+    if (n8s[i] == fixed_n8) return kernels[i];
+  return nullptr;
 }
 }  // namespace sm90
 
 struct Arch {
-  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads, kSmemBytes = sm90::kSmemBytes;
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads;
+  static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  // One tile shape (the wgmma's N side is already A's rows): kTileM rows of A by kTileN of B, one CTA.
-  static constexpr int kTileShapes = 1;
+  // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
+  // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
+  static constexpr int kTileShapes = 2;
   struct TileGeometry { int a_rows, b_rows, ctas; };
-  static TileGeometry geometry(int /*shape*/) { return {kTileM, kTileN, 1}; }
-  static const void* kernel(bool /*persistent*/, int fixed_n8, int /*shape*/) { return sm90::gemm_kernel(fixed_n8, sm90::FixedWgmmaN8{}); }
-  static int fixed_n8_at_least(int n8) { return sm90::fixed_n8_at_least(n8, sm90::FixedWgmmaN8{}); }
+  template <int kShape> static TileGeometry geometry_of() { return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1}; }
+  static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
+  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
+  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
+  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
+  static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
+    return shape ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{}) : sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{});
+  }
+  static int fixed_n8_at_least(int n8, int shape) {
+    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
+  }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
-  // The MoE forms: the GEMM that chooses each tile's N, and the prepass of the experts' rows.
+  // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
+  // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
+  // The MoE forms take shape 0 alone: their walker deals tiles of kTileN rows of B (experts.cuh).
   static int expert_shape(int /*most_rows*/) { return 0; }
-  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, ExpertLaunchArgs>); }
-  // The kernel before the MoE GEMM: the prepass of the experts' rows and the schedule, one grid.
+  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>); }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
@@ -309,7 +423,12 @@ struct Arch {
   // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  static int64_t tile_cost(int m_rows, int k, int /*shape*/) { return int64_t(k) * ((m_rows + 7) / 8 * 8 + 256); }
+  // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
+  // A rows (docs/PERF.md section 22): 2 x rows + 440.
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int rows = (m_rows + 7) / 8 * 8;
+    return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
+  }
   static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,

@@ -36,18 +36,19 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4]
 
 // The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
 // group. A kernel built for one N (kFixedN8 > 0) issues them directly. Otherwise the N is chosen by
-// a binary tree of comparisons: a switch compiled to a jump table (a constant load and an indirect
-// branch in every K block), which cost 7% of the geomean on the H200. (The commit sits in each
-// leaf: after the tree, ptxas would emit an extra empty wgmma to carry it, whose group, the newest,
-// makes wgmma_wait<1> wait for this K block's own wgmma.)
-template <int kFixedN8>
+// a binary tree of comparisons over the tile shape's N (at most 8 * kMaxN8), not a switch compiled
+// to a jump table (a constant load and an indirect branch in every K block), which cost 7% of the
+// geomean on the H200. (The commit sits in each leaf: after the tree, ptxas would emit an extra
+// empty wgmma to carry it, whose group, the newest, makes wgmma_wait<1> wait for this K block's own
+// wgmma.)
+template <int kFixedN8, int kMaxN8>
 __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8, bool first) {
   if constexpr (kFixedN8 > 0) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) wgmma_rs<8 * kFixedN8>(acc, frag[j], desc + 2 * j, j == 0 && first ? 0 : 1);
     wgmma_commit();
   } else {
-    wgmma_k_block_tree(acc, frag, desc, n8, first);
+    wgmma_k_block_tree<kMaxN8>(acc, frag, desc, n8, first);
   }
 }
 }  // namespace sm90
