@@ -438,6 +438,7 @@ struct ExpertArgs {
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
   int units;              // the GEMM's CTAs (each walks every units-th tile)
   int max_chunk_rows;     // the most A rows of a tile
+  int b_tile_rows;        // B rows of a tile (the tile shape's; 128 or 256)
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
@@ -450,9 +451,10 @@ struct ExpertTable {
         first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
 };
 __host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
-__host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
-// Bytes of one expert's B scales.
-__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
+// Tiles of an expert's rows along N (the tile shape's B rows each).
+__host__ __device__ inline int n_tiles_of(const ExpertArgs& a) { return (a.n + a.b_tile_rows - 1) / a.b_tile_rows; }
+// Bytes of one expert's B scales: an atom per 128 rows of B and 64 of K.
+__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t((a.n + 127) / 128) * (a.k / 64) * 512; }
 
 // Expert e's rows, first row and first scale row, from the counts as given. Counts the layout cannot
 // hold give the expert no rows (its rows of C are not written): a masked count is clamped to
@@ -499,7 +501,7 @@ __device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   __shared__ int tiles_at[kMaxExperts];                     // per position: its expert's tiles
   __shared__ int per_warp[kScheduleWarps];                  // a warp's last running value (max, then sum)
   __shared__ int bound_shared;
-  const int e = threadIdx.x, warp = e / 32, lane = e % 32, warps = blockDim.x / 32, nb = n_blocks_of(a);
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32, warps = blockDim.x / 32, nb = n_tiles_of(a);
   const bool is_expert = e < a.experts;
   // The offset form: the most first row of the experts before e (an exclusive max scan).
   int earlier = 0;
@@ -646,7 +648,7 @@ struct ExpertTiles {
       if (table.tile_end[mid] > t) hi = mid;
       else lo = mid + 1;
     }
-    const int p = lo, e = table.expert[p], nb = n_blocks_of(a);
+    const int p = lo, e = table.expert[p], nb = n_tiles_of(a);
     const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
     const int first = table.first_row[p], m_chunk = local / nb;
     const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;
@@ -1564,9 +1566,16 @@ struct Arch {
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
   // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
-  // The MoE forms take shape 0 alone: their walker deals tiles of kTileN rows of B (experts.cuh).
-  static int expert_shape(int /*most_rows*/) { return 0; }
-  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>); }
+  // Shape 1 when no expert can have more rows than its tiles take and its tiles, one per expert and
+  // 256 rows of B, would still give every CTA one (the counts are not known on the host).
+  static int expert_shape(int most_rows, int experts, int n, int units) {
+    const int64_t wide_tiles = int64_t(experts) * ((n + sm90::Pipeline<1>::kBRows - 1) / sm90::Pipeline<1>::kBRows);
+    return most_rows <= sm90::Pipeline<1>::kARows && wide_tiles >= units ? 1 : 0;
+  }
+  static const void* expert_kernel(int shape) {
+    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
+                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
+  }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
@@ -2727,7 +2736,7 @@ struct Arch {
   }
   // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
   // rows, else the unswapped one; the persistent kernel; no prepass.
-  static int expert_shape(int most_rows) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
+  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*units*/) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
   static const void* expert_kernel(int shape) {
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
                                     : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
@@ -3581,10 +3590,11 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
-  const int shape = Arch::expert_shape(expert_rows_bound(p));
+  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, num_sms);
   e.units = num_sms;
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
+  e.b_tile_rows = Arch::geometry(shape).b_rows;
   // The A maps a tile can use: none has more rows than the most a tile or an expert can have, so
   // the maps of larger boxes are left unencoded (each encode costs host time on every call).
   const int box_classes = Arch::kPrepass ? std::max(1, (std::min(e.max_chunk_rows, expert_rows_bound(p)) + 7) / 8) : 1;

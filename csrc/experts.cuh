@@ -34,6 +34,7 @@ struct ExpertArgs {
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
   int units;              // the GEMM's CTAs (each walks every units-th tile)
   int max_chunk_rows;     // the most A rows of a tile
+  int b_tile_rows;        // B rows of a tile (the tile shape's; 128 or 256)
   int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
@@ -46,9 +47,10 @@ struct ExpertTable {
         first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
 };
 __host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
-__host__ __device__ inline int n_blocks_of(const ExpertArgs& a) { return (a.n + 127) / 128; }
-// Bytes of one expert's B scales.
-__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t(n_blocks_of(a)) * (a.k / 64) * 512; }
+// Tiles of an expert's rows along N (the tile shape's B rows each).
+__host__ __device__ inline int n_tiles_of(const ExpertArgs& a) { return (a.n + a.b_tile_rows - 1) / a.b_tile_rows; }
+// Bytes of one expert's B scales: an atom per 128 rows of B and 64 of K.
+__host__ __device__ inline int64_t sfb_bytes_per_expert(const ExpertArgs& a) { return int64_t((a.n + 127) / 128) * (a.k / 64) * 512; }
 
 // Expert e's rows, first row and first scale row, from the counts as given. Counts the layout cannot
 // hold give the expert no rows (its rows of C are not written): a masked count is clamped to
@@ -95,7 +97,7 @@ __device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   __shared__ int tiles_at[kMaxExperts];                     // per position: its expert's tiles
   __shared__ int per_warp[kScheduleWarps];                  // a warp's last running value (max, then sum)
   __shared__ int bound_shared;
-  const int e = threadIdx.x, warp = e / 32, lane = e % 32, warps = blockDim.x / 32, nb = n_blocks_of(a);
+  const int e = threadIdx.x, warp = e / 32, lane = e % 32, warps = blockDim.x / 32, nb = n_tiles_of(a);
   const bool is_expert = e < a.experts;
   // The offset form: the most first row of the experts before e (an exclusive max scan).
   int earlier = 0;
@@ -242,7 +244,7 @@ struct ExpertTiles {
       if (table.tile_end[mid] > t) hi = mid;
       else lo = mid + 1;
     }
-    const int p = lo, e = table.expert[p], nb = n_blocks_of(a);
+    const int p = lo, e = table.expert[p], nb = n_tiles_of(a);
     const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
     const int first = table.first_row[p], m_chunk = local / nb;
     const int box_class = a.narrow ? (min(chunk, rows - m_chunk * chunk) + 7) / 8 - 1 : 0;

@@ -63,10 +63,11 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
-  const int shape = Arch::expert_shape(expert_rows_bound(p));
+  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, num_sms);
   e.units = num_sms;
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
+  e.b_tile_rows = Arch::geometry(shape).b_rows;
   // The A maps a tile can use: none has more rows than the most a tile or an expert can have, so
   // the maps of larger boxes are left unencoded (each encode costs host time on every call).
   const int box_classes = Arch::kPrepass ? std::max(1, (std::min(e.max_chunk_rows, expert_rows_bound(p)) + 7) / 8) : 1;

@@ -412,9 +412,16 @@ struct Arch {
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
   // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
   // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
-  // The MoE forms take shape 0 alone: their walker deals tiles of kTileN rows of B (experts.cuh).
-  static int expert_shape(int /*most_rows*/) { return 0; }
-  static const void* expert_kernel(int /*shape*/) { return reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>); }
+  // Shape 1 when no expert can have more rows than its tiles take and its tiles, one per expert and
+  // 256 rows of B, would still give every CTA one (the counts are not known on the host).
+  static int expert_shape(int most_rows, int experts, int n, int units) {
+    const int64_t wide_tiles = int64_t(experts) * ((n + sm90::Pipeline<1>::kBRows - 1) / sm90::Pipeline<1>::kBRows);
+    return most_rows <= sm90::Pipeline<1>::kARows && wide_tiles >= units ? 1 : 0;
+  }
+  static const void* expert_kernel(int shape) {
+    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
+                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
+  }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
   static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
