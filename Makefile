@@ -10,7 +10,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda library-bench regimes moe-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench regimes moe-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +71,9 @@ b200-model: deps  ## the calibrated B200 estimate of the sm_100a designs (a mode
 
 library-bench: deps  ## the library's op (captured, plain) against submission.py on the benchmark, in one run (a CUDA GPU)
 	$(PYTHON) bench/library.py
+
+k-block:  ## instructions per K block of the sm_90a kernels, from their SASS (nvcc, no GPU)
+	$(PYTHON) tools/k_block_sass.py
 
 regimes: deps  ## the kernel against its floors and cuBLAS: few rows per expert, the benchmark, many rows (a CUDA GPU)
 	$(PYTHON) bench/regimes.py

@@ -358,6 +358,24 @@ def test_the_quantize_arithmetic_matches_the_portable_recipe(lib, dtype):
     np.testing.assert_array_equal(scales.reshape(x.shape[0], 4), nvfp4.plain_from_blocked(sf.view(torch.uint8), x.shape[0]).numpy())
 
 
+def test_sm90_k_block_stays_within_its_instruction_budget():
+    """The consumer warp's K block of each sm_90a kernel built for one wgmma N, counted in the build's
+    SASS (tools/k_block_sass.py). With few A rows its instructions set the kernel's time, so a change
+    that adds some fails here before any GPU time is spent (B's fragments addressed through pointers
+    added six to shape 0's and cost 3% on benchmark case 1: docs/PERF.md section 23)."""
+    from k_block_sass import cuobjdump, k_blocks
+    from nvcc_build import build
+
+    try:
+        cuobjdump()
+    except RuntimeError as e:  # none on this machine and the registry out of reach
+        pytest.skip(str(e))
+    counts = k_blocks(build(90)[0])
+    budget = {0: 118, 1: 210}  # per tile shape, the most of any wgmma N
+    assert sorted({shape for shape, _ in counts}) == [0, 1] and len(counts) == 20
+    assert {key: n for key, n in counts.items() if n > budget[key[0]]} == {}
+
+
 @requires_cuda
 @pytest.mark.parametrize("arch", ARCHS)
 def test_dry_run_of_every_official_case_and_64_groups(arch):

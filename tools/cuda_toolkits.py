@@ -6,6 +6,8 @@
   (given first with -I, they are the ones found): the host code meets 12.8's API.
 - "13.1": a whole CUDA 13.1 nvcc (the toolkit of the leaderboard's B200 runners), assembled from
   the nvcc, crt, runtime, cccl and nvvm wheels.
+- "cuobjdump": the CUDA binary tools cuobjdump and nvdisasm (which cuobjdump runs for -sass), for
+  reading the SASS of a build where the machine has none (tools/k_block_sass.py).
 Each is downloaded once with `pip download` and unpacked into build/toolkits/ (nothing is
 installed: the Python environment does not change).
 """
@@ -21,6 +23,7 @@ WHEELS = {
     "12.8": ["nvidia-cuda-runtime-cu12==12.8.90"],
     "13.1": ["nvidia-cuda-nvcc==13.1.115", "nvidia-cuda-crt==13.1.115", "nvidia-cuda-runtime==13.1.80",
              "nvidia-cuda-cccl==13.1.115", "nvidia-nvvm==13.1.115"],
+    "cuobjdump": ["nvidia-cuda-cuobjdump==13.5.37", "nvidia-cuda-nvdisasm==13.5.37"],
 }
 
 
@@ -36,8 +39,9 @@ class Toolkit:
         return ([f"-I{self.include}"] if self.include else []) + ([f"-L{self.lib}"] if self.lib else [])
 
 
-def fetch(version: str) -> Toolkit:
-    """The toolkit, downloaded and unpacked on first use. RuntimeError if the registry cannot be reached."""
+def unpacked(version: str) -> Path:
+    """The directory holding the wheels of WHEELS[version], downloaded and unpacked on first use.
+    RuntimeError if the registry cannot be reached."""
     root = BUILD / version
     if not (root / ".complete").exists():
         wheels = root / "wheels"
@@ -55,6 +59,12 @@ def fetch(version: str) -> Toolkit:
                         (root / info.filename).chmod(mode)
             wheel.unlink()  # unpacked: the archive is no longer needed
         (root / ".complete").touch()
+    return root
+
+
+def fetch(version: str) -> Toolkit:
+    """The toolkit, downloaded and unpacked on first use. RuntimeError if the registry cannot be reached."""
+    root = unpacked(version)
     if version == "12.8":
         return Toolkit(version, "nvcc", root / "nvidia" / "cuda_runtime" / "include")
     return Toolkit(version, str(root / "nvidia" / "cu13" / "bin" / "nvcc"), None, root / "nvidia" / "cu13" / "lib")
