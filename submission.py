@@ -976,39 +976,44 @@ template <int kMaxN8>
 __device__ __forceinline__ void wgmma_k_block_tree(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc, int n8,
                                                    bool first);
 template <>
+__device__ __forceinline__ void wgmma_k_block_tree<8>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,
+                                                        int n8, bool first) {
+  if (n8 < 5) {
+    if (n8 < 3) {
+      if (n8 < 2) {
+        wgmma_rs<8>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<8>(acc, frag[1], desc + 2, 1); wgmma_rs<8>(acc, frag[2], desc + 4, 1); wgmma_rs<8>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      } else {
+        wgmma_rs<16>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<16>(acc, frag[1], desc + 2, 1); wgmma_rs<16>(acc, frag[2], desc + 4, 1); wgmma_rs<16>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      }
+    } else {
+      if (n8 < 4) {
+        wgmma_rs<24>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<24>(acc, frag[1], desc + 2, 1); wgmma_rs<24>(acc, frag[2], desc + 4, 1); wgmma_rs<24>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      } else {
+        wgmma_rs<32>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<32>(acc, frag[1], desc + 2, 1); wgmma_rs<32>(acc, frag[2], desc + 4, 1); wgmma_rs<32>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      }
+    }
+  } else {
+    if (n8 < 7) {
+      if (n8 < 6) {
+        wgmma_rs<40>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<40>(acc, frag[1], desc + 2, 1); wgmma_rs<40>(acc, frag[2], desc + 4, 1); wgmma_rs<40>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      } else {
+        wgmma_rs<48>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<48>(acc, frag[1], desc + 2, 1); wgmma_rs<48>(acc, frag[2], desc + 4, 1); wgmma_rs<48>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      }
+    } else {
+      if (n8 < 8) {
+        wgmma_rs<56>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<56>(acc, frag[1], desc + 2, 1); wgmma_rs<56>(acc, frag[2], desc + 4, 1); wgmma_rs<56>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      } else {
+        wgmma_rs<64>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<64>(acc, frag[1], desc + 2, 1); wgmma_rs<64>(acc, frag[2], desc + 4, 1); wgmma_rs<64>(acc, frag[3], desc + 6, 1); wgmma_commit();
+      }
+    }
+  }
+}
+template <>
 __device__ __forceinline__ void wgmma_k_block_tree<32>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,
                                                         int n8, bool first) {
   if (n8 < 17) {
     if (n8 < 9) {
-      if (n8 < 5) {
-        if (n8 < 3) {
-          if (n8 < 2) {
-            wgmma_rs<8>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<8>(acc, frag[1], desc + 2, 1); wgmma_rs<8>(acc, frag[2], desc + 4, 1); wgmma_rs<8>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          } else {
-            wgmma_rs<16>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<16>(acc, frag[1], desc + 2, 1); wgmma_rs<16>(acc, frag[2], desc + 4, 1); wgmma_rs<16>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          }
-        } else {
-          if (n8 < 4) {
-            wgmma_rs<24>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<24>(acc, frag[1], desc + 2, 1); wgmma_rs<24>(acc, frag[2], desc + 4, 1); wgmma_rs<24>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          } else {
-            wgmma_rs<32>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<32>(acc, frag[1], desc + 2, 1); wgmma_rs<32>(acc, frag[2], desc + 4, 1); wgmma_rs<32>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          }
-        }
-      } else {
-        if (n8 < 7) {
-          if (n8 < 6) {
-            wgmma_rs<40>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<40>(acc, frag[1], desc + 2, 1); wgmma_rs<40>(acc, frag[2], desc + 4, 1); wgmma_rs<40>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          } else {
-            wgmma_rs<48>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<48>(acc, frag[1], desc + 2, 1); wgmma_rs<48>(acc, frag[2], desc + 4, 1); wgmma_rs<48>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          }
-        } else {
-          if (n8 < 8) {
-            wgmma_rs<56>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<56>(acc, frag[1], desc + 2, 1); wgmma_rs<56>(acc, frag[2], desc + 4, 1); wgmma_rs<56>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          } else {
-            wgmma_rs<64>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<64>(acc, frag[1], desc + 2, 1); wgmma_rs<64>(acc, frag[2], desc + 4, 1); wgmma_rs<64>(acc, frag[3], desc + 6, 1); wgmma_commit();
-          }
-        }
-      }
+      wgmma_k_block_tree<8>(acc, frag, desc, n8, first);
     } else {
       if (n8 < 13) {
         if (n8 < 11) {
@@ -1100,39 +1105,6 @@ __device__ __forceinline__ void wgmma_k_block_tree<32>(float (&acc)[128], const 
             wgmma_rs<256>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<256>(acc, frag[1], desc + 2, 1); wgmma_rs<256>(acc, frag[2], desc + 4, 1); wgmma_rs<256>(acc, frag[3], desc + 6, 1); wgmma_commit();
           }
         }
-      }
-    }
-  }
-}
-template <>
-__device__ __forceinline__ void wgmma_k_block_tree<8>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,
-                                                        int n8, bool first) {
-  if (n8 < 5) {
-    if (n8 < 3) {
-      if (n8 < 2) {
-        wgmma_rs<8>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<8>(acc, frag[1], desc + 2, 1); wgmma_rs<8>(acc, frag[2], desc + 4, 1); wgmma_rs<8>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      } else {
-        wgmma_rs<16>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<16>(acc, frag[1], desc + 2, 1); wgmma_rs<16>(acc, frag[2], desc + 4, 1); wgmma_rs<16>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      }
-    } else {
-      if (n8 < 4) {
-        wgmma_rs<24>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<24>(acc, frag[1], desc + 2, 1); wgmma_rs<24>(acc, frag[2], desc + 4, 1); wgmma_rs<24>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      } else {
-        wgmma_rs<32>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<32>(acc, frag[1], desc + 2, 1); wgmma_rs<32>(acc, frag[2], desc + 4, 1); wgmma_rs<32>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      }
-    }
-  } else {
-    if (n8 < 7) {
-      if (n8 < 6) {
-        wgmma_rs<40>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<40>(acc, frag[1], desc + 2, 1); wgmma_rs<40>(acc, frag[2], desc + 4, 1); wgmma_rs<40>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      } else {
-        wgmma_rs<48>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<48>(acc, frag[1], desc + 2, 1); wgmma_rs<48>(acc, frag[2], desc + 4, 1); wgmma_rs<48>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      }
-    } else {
-      if (n8 < 8) {
-        wgmma_rs<56>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<56>(acc, frag[1], desc + 2, 1); wgmma_rs<56>(acc, frag[2], desc + 4, 1); wgmma_rs<56>(acc, frag[3], desc + 6, 1); wgmma_commit();
-      } else {
-        wgmma_rs<64>(acc, frag[0], desc + 0, first ? 0 : 1); wgmma_rs<64>(acc, frag[1], desc + 2, 1); wgmma_rs<64>(acc, frag[2], desc + 4, 1); wgmma_rs<64>(acc, frag[3], desc + 6, 1); wgmma_commit();
       }
     }
   }

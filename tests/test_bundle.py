@@ -20,6 +20,13 @@ def test_submission_is_what_the_sources_produce():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_the_generated_wgmma_header_is_what_its_generator_writes():
+    """csrc/sm90/wgmma_generated.cuh comes from tools/gen_wgmma.py: an edit to either alone fails here."""
+    import gen_wgmma
+
+    assert gen_wgmma.OUT.read_text() == gen_wgmma.generated(), "run python3 tools/gen_wgmma.py"
+
+
 @pytest.fixture
 def csrc_copy(tmp_path):
     return Path(shutil.copytree(ROOT / "csrc", tmp_path / "csrc"))

@@ -36,15 +36,19 @@ def wgmma_rs_specializations() -> str:
     return "\n".join(out)
 
 
-def k_block_tree(lo: int, hi: int, indent: int = 2) -> str:
+def k_block_tree(lo: int, hi: int, smaller: tuple[int, ...] = (), indent: int = 2) -> str:
     """Comparisons on n8 in [lo, hi) whose leaves issue the four k16 steps of a K block with wgmma
-    N = 8 * n8 (descriptor + 32 bytes each) and commit them."""
+    N = 8 * n8 (descriptor + 32 bytes each) and commit them. A range [1, top] of a smaller tree
+    already generated is a call of that tree (inlined: the same code)."""
     pad = " " * indent
+    if lo == 1 and hi - 1 in smaller:
+        return f"{pad}wgmma_k_block_tree<{hi - 1}>(acc, frag, desc, n8, first);\n"
     if hi - lo == 1:
         steps = " ".join(f"wgmma_rs<{8 * lo}>(acc, frag[{j}], desc + {2 * j}, {'first ? 0 : 1' if j == 0 else 1});" for j in range(4))
         return f"{pad}{steps} wgmma_commit();\n"
     mid = (lo + hi) // 2
-    return f"{pad}if (n8 < {mid}) {{\n{k_block_tree(lo, mid, indent + 2)}{pad}}} else {{\n{k_block_tree(mid, hi, indent + 2)}{pad}}}\n"
+    return (f"{pad}if (n8 < {mid}) {{\n{k_block_tree(lo, mid, smaller, indent + 2)}{pad}}} else {{\n"
+            f"{k_block_tree(mid, hi, smaller, indent + 2)}{pad}}}\n")
 
 
 def generated() -> str:
@@ -62,8 +66,8 @@ def generated() -> str:
             "template <>\n"
             f"__device__ __forceinline__ void wgmma_k_block_tree<{top}>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,\n"
             "                                                        int n8, bool first) {\n"
-            f"{k_block_tree(1, top + 1)}}}\n"
-            for top in TREE_MAX_N8)
+            f"{k_block_tree(1, top + 1, tuple(t for t in TREE_MAX_N8 if t < top))}}}\n"
+            for top in sorted(TREE_MAX_N8))
     )
 
 
