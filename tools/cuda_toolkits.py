@@ -1,4 +1,4 @@
-"""CUDA toolkits other than the machine's, from the package registry, for compile checks (no GPU).
+"""CUDA toolkits other than the machine's, from the package registry, for compile checks and reading SASS (no GPU).
 
 - "12.8": the CUDA 12.8 runtime headers (wheel nvidia-cuda-runtime-cu12 12.8.90: cuda.h,
   cudaTypedefs.h, cuda_runtime.h). 12.8 is the first CUDA with sm_100a and the 4-bit tensor-map
