@@ -225,10 +225,11 @@ __device__ __forceinline__ int tile_halves(const TileJob& job) {
 
 template <int kShape, class Tiles>
 __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
-  constexpr int kStages = Pipeline<kShape>::kStages;
-  const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   using P = Pipeline<kShape>;
+  constexpr int kStages = P::kStages;
+  const uint64_t keep = l2_evict_last(), once = l2_evict_first();
   auto stage_of = [&](int s) { return smem_u32(smem + s * P::kStageBytes); };
+  auto b_row_of = [&](const TileJob& job, int h) { return job.n_block * P::kBRows + h * kTileN; };  // a half's first row of B
   auto expect = [&](const TileJob& job, int s) {
     mbar_arrive_expect_tx(bars.full(s), tile_halves<kShape>(job) * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2);
   };
@@ -238,13 +239,11 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   // then B's scales; shape 1 each half's rows and scales, then A's rows.
   constexpr bool kScalesAfterA = kShape == 0;
   auto load_b_scales = [&](const TileJob& job, int kb, int s, int h) {
-    const int n0 = job.n_block * P::kBRows + h * kTileN;
-    bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(n0 / 128, kb, job.g.k), 512, bars.full(s), once);
+    bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(b_row_of(job, h) / 128, kb, job.g.k), 512, bars.full(s), once);
   };
   auto load_b = [&](const TileJob& job, int kb, int s) {
     for (int h = 0; h < tile_halves<kShape>(job); ++h) {
-      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + job.n_block * P::kBRows + h * kTileN,
-                  bars.full(s), once);
+      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + b_row_of(job, h), bars.full(s), once);
       if constexpr (!kScalesAfterA) load_b_scales(job, kb, s, h);
     }
   };
