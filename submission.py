@@ -200,7 +200,8 @@ def capturing() -> bool:
 CUDA_SOURCE = r"""
 #line 1 "csrc/nvfp4.cu"
 // The translation unit: the kernel of one architecture (NVFP4_ARCH = 90 or 100), the host side
-// and the extern "C" API that submission.py calls through ctypes (no torch header).
+// and the extern "C" API that submission.py calls through ctypes (no torch header). The sm_90a
+// FP4 decode is in every build: the host tests call it (nvfp4_decode_words_on_host).
 #line 1 "csrc/prelude.cuh"
 
 // What every file of the translation unit needs: the CUDA and C++ headers, and the build's
@@ -229,7 +230,7 @@ CUDA_SOURCE = r"""
 #if NVFP4_TCGEN05_EMULATION && NVFP4_ARCH != 100
 #error "NVFP4_TCGEN05_EMULATION emulates the sm_100a kernel: build it with -DNVFP4_ARCH=100"
 #endif
-#line 4 "csrc/nvfp4.cu"
+#line 5 "csrc/nvfp4.cu"
 #line 1 "csrc/launch_params.cuh"
 
 
@@ -291,7 +292,7 @@ __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block,
   return (int64_t(row_block) * (k / 64) + k_block) * 512;
 }
 }  // namespace nvfp4
-#line 5 "csrc/nvfp4.cu"
+#line 6 "csrc/nvfp4.cu"
 #line 1 "csrc/ptx.cuh"
 
 
@@ -394,7 +395,49 @@ __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
   asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 }  // namespace nvfp4
-#line 6 "csrc/nvfp4.cu"
+#line 7 "csrc/nvfp4.cu"
+#line 1 "csrc/sm90/decode.cuh"
+
+
+
+namespace nvfp4 {
+// ============================================================================ FP4 / FP8 decoding
+// Two E2M1 codes, nibbles q and q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
+// sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
+// (0.5) becomes an fp16 subnormal and every other code a normal with the same significand.
+// (With q a constant the compiler folds the shifts into one per half.)
+__host__ __device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
+  const uint32_t x = w >> (4 * q);
+  return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
+}
+// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 13 instructions where four calls take
+// 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows). Each
+// byte's high code is spread with its magnitude at bits 1..3 and its sign at bit 7, the low code
+// the same way; the halves of h[2] and h[3] are then a mask away (bytes 1 and 3: magnitude at bits
+// 9..11, sign at 15), those of h[0] and h[1] a shift by a byte and a mask.
+__host__ __device__ __forceinline__ void fp4x8_to_half2x4(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t hi = w & 0xF0F0F0F0u, hi_spread = hi | (hi >> 3);
+  const uint32_t lo = w & 0x0F0F0F0Fu, lo_spread = (lo << 1) | (lo << 4);
+  h[0] = (lo_spread << 8) & 0x8E008E00u;  // codes 0 and 4 (bytes 0 and 2)
+  h[1] = (hi_spread << 8) & 0x8E008E00u;  // codes 1 and 5
+  h[2] = lo_spread & 0x8E008E00u;         // codes 2 and 6 (bytes 1 and 3)
+  h[3] = hi_spread & 0x8E008E00u;         // codes 3 and 7
+}
+// E4M3 scale byte to fp16 scale * 2^7, exactly (at most 448 * 128 = 57344). Multiplying a decoded
+// code (value * 2^-14) by it gives value * scale * 2^-7: at most 6 significant bits, so exact in
+// fp16, and normal for every product of the official data. The kernel undoes 2^-14 at the end.
+__device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
+  const unsigned short bits = static_cast<unsigned short>(((byte & 0x80u) << 8) | ((byte & 0x7Fu) << 7));  // scale * 2^-8
+  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
+  return __half2half2(scaled);
+}
+__device__ __forceinline__ uint32_t half2_as_bits(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, uint32_t s) {
+  return half2_as_bits(__hmul2(*reinterpret_cast<__half2*>(&x), *reinterpret_cast<__half2*>(&s)));
+}
+constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
+}  // namespace nvfp4
+#line 8 "csrc/nvfp4.cu"
 #line 1 "csrc/arch.cuh"
 
 // The kernel of the target architecture and its traits (nvfp4::Arch), which the host side uses.
@@ -675,35 +718,7 @@ template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
 
 
 
-#line 1 "csrc/sm90/decode.cuh"
 
-
-
-namespace nvfp4 {
-// ============================================================================ FP4 / FP8 decoding
-// Two E2M1 codes, nibbles q and q + 4 of w, to a half2 holding value * 2^-14 each, exactly: the
-// sign goes to bit 15 and the exponent and mantissa bits to bits 11..9, so E2M1's subnormal
-// (0.5) becomes an fp16 subnormal and every other code a normal with the same significand.
-// (With q a constant the compiler folds the shifts into one per half.)
-__device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
-  const uint32_t x = w >> (4 * q);
-  return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
-}
-// E4M3 scale byte to fp16 scale * 2^7, exactly (at most 448 * 128 = 57344). Multiplying a decoded
-// code (value * 2^-14) by it gives value * scale * 2^-7: at most 6 significant bits, so exact in
-// fp16, and normal for every product of the official data. The kernel undoes 2^-14 at the end.
-__device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
-  const unsigned short bits = static_cast<unsigned short>(((byte & 0x80u) << 8) | ((byte & 0x7Fu) << 7));  // scale * 2^-8
-  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
-  return __half2half2(scaled);
-}
-__device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, __half2 s) {
-  __half2 v = __hmul2(*reinterpret_cast<__half2*>(&x), s);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
-}  // namespace nvfp4
-#line 7 "csrc/sm90/kernel.cuh"
 #line 1 "csrc/sm90/wgmma.cuh"
 
 
@@ -1153,6 +1168,9 @@ constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of 
 constexpr int kBlockK = 64;            // K elements per pipeline stage
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
+// The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
+// so that a K block's scales cost a shared-memory load each instead of the conversion's instructions.
+constexpr int kScaleTableBytes = 256 * 4;
 
 // The pipeline of each tile shape. Shape 0 takes tiles of 128 B rows by up to 256 A rows, in 5
 // stages. Shape 1 (few rows) takes 256 B rows, two halves of 128, by up to 64 A rows, in as many
@@ -1173,9 +1191,10 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
-  static constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemScaleTable = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
 };
@@ -1187,29 +1206,29 @@ __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 
 // The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
-// b_offset and sf_offset in the stage. (Offsets, constant once inlined, not pointers: ptxas then folds
-// them into each thread's fixed offsets, and the loads wait on one add after the stage's barrier.)
-__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int b_offset, int sf_offset, int row, int t) {
-  const __half2 sa = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row, t)]);
-  const __half2 sb = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row + 8, t)]);
+// b_offset and sf_offset in the stage, its scale bytes converted through the CTA's scale table.
+// (Offsets, constant once inlined, not pointers: ptxas then folds them into each thread's fixed
+// offsets, and the loads wait on one add after the stage's barrier.) frag[s][j], k16 step s: row
+// `row` for even j, `row` + 8 for odd, the half2 of codes q = 2 (s % 2) + j / 2 of the row's first
+// word (s < 2) or second, the K order the prepass gives A.
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, const uint32_t* scale_table, int b_offset,
+                                                 int sf_offset, int row, int t) {
+  const uint32_t sa = scale_table[stage[sf_offset + scale_byte_in_atom(row, t)]];
+  const uint32_t sb = scale_table[stage[sf_offset + scale_byte_in_atom(row + 8, t)]];
   const uint2 wa = *reinterpret_cast<const uint2*>(stage + (b_offset + row * 32 + t * 8));
   const uint2 wb = *reinterpret_cast<const uint2*>(stage + (b_offset + (row + 8) * 32 + t * 8));
-  frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
-  frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
-  frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
-  frag[0][3] = hmul2_bits(fp4x2_to_half2(wb.x, 1), sb);
-  frag[1][0] = hmul2_bits(fp4x2_to_half2(wa.x, 2), sa);
-  frag[1][1] = hmul2_bits(fp4x2_to_half2(wb.x, 2), sb);
-  frag[1][2] = hmul2_bits(fp4x2_to_half2(wa.x, 3), sa);
-  frag[1][3] = hmul2_bits(fp4x2_to_half2(wb.x, 3), sb);
-  frag[2][0] = hmul2_bits(fp4x2_to_half2(wa.y, 0), sa);
-  frag[2][1] = hmul2_bits(fp4x2_to_half2(wb.y, 0), sb);
-  frag[2][2] = hmul2_bits(fp4x2_to_half2(wa.y, 1), sa);
-  frag[2][3] = hmul2_bits(fp4x2_to_half2(wb.y, 1), sb);
-  frag[3][0] = hmul2_bits(fp4x2_to_half2(wa.y, 2), sa);
-  frag[3][1] = hmul2_bits(fp4x2_to_half2(wb.y, 2), sb);
-  frag[3][2] = hmul2_bits(fp4x2_to_half2(wa.y, 3), sa);
-  frag[3][3] = hmul2_bits(fp4x2_to_half2(wb.y, 3), sb);
+  uint32_t ax[4], ay[4], bx[4], by[4];
+  fp4x8_to_half2x4(wa.x, ax);
+  fp4x8_to_half2x4(wa.y, ay);
+  fp4x8_to_half2x4(wb.x, bx);
+  fp4x8_to_half2x4(wb.y, by);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    frag[q / 2][2 * (q % 2)] = hmul2_bits(ax[q], sa);
+    frag[q / 2][2 * (q % 2) + 1] = hmul2_bits(bx[q], sb);
+    frag[2 + q / 2][2 * (q % 2)] = hmul2_bits(ay[q], sa);
+    frag[2 + q / 2][2 * (q % 2) + 1] = hmul2_bits(by[q], sb);
+  }
 }
 
 // The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
@@ -1226,7 +1245,8 @@ __device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
     const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
     uint32_t out[4];
 #pragma unroll
-    for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
+    for (int t = 0; t < 4; ++t)
+      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), half2_as_bits(scale_to_half2((sf >> (8 * t)) & 0xFF)));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
 }
@@ -1290,7 +1310,8 @@ struct Consumer {
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
-      load_b_fragments(frag[kBuf][h], stage, P::kStageB + h * kTileN * 32, P::kStageSfb + h * 512, b_row, t);
+      load_b_fragments(frag[kBuf][h], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + h * kTileN * 32,
+                       P::kStageSfb + h * 512, b_row, t);
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
@@ -1471,6 +1492,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     }
     fence_barrier_init();
   }
+  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = half2_as_bits(scale_to_half2(threadIdx.x));
   __syncthreads();
   // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
   // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
@@ -2740,7 +2762,7 @@ struct Arch {
 }  // namespace nvfp4
 #line 11 "csrc/arch.cuh"
 #endif
-#line 7 "csrc/nvfp4.cu"
+#line 9 "csrc/nvfp4.cu"
 #line 1 "csrc/host/plan.cuh"
 
 #line 1 "csrc/host/queue_default.cuh"
@@ -3332,7 +3354,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
 }
 }  // namespace host
 }  // namespace nvfp4
-#line 8 "csrc/nvfp4.cu"
+#line 10 "csrc/nvfp4.cu"
 #line 1 "csrc/host/experts.cuh"
 
 #line 1 "csrc/quantize.cuh"
@@ -3625,7 +3647,7 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
 }
 }  // namespace host
 }  // namespace nvfp4
-#line 9 "csrc/nvfp4.cu"
+#line 11 "csrc/nvfp4.cu"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
@@ -3886,6 +3908,19 @@ void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, 
     const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
+  }
+}
+// The sm_90a kernels' FP4 decode on the host: for each of n words, the four half2 of
+// fp4x8_to_half2x4 (the GEMM's B fragments) in all_codes, and fp4x2_to_half2 for q = 0..3 (the
+// prepass) in code_pairs.
+void nvfp4_decode_words_on_host(const uint32_t* words, int64_t n, uint32_t* all_codes, uint32_t* code_pairs) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t h[4];
+    nvfp4::fp4x8_to_half2x4(words[i], h);
+    for (int q = 0; q < 4; ++q) {
+      all_codes[4 * i + q] = h[q];
+      code_pairs[4 * i + q] = nvfp4::fp4x2_to_half2(words[i], q);
+    }
   }
 }
 }

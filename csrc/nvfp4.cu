@@ -1,8 +1,10 @@
 // The translation unit: the kernel of one architecture (NVFP4_ARCH = 90 or 100), the host side
-// and the extern "C" API that submission.py calls through ctypes (no torch header).
+// and the extern "C" API that submission.py calls through ctypes (no torch header). The sm_90a
+// FP4 decode is in every build: the host tests call it (nvfp4_decode_words_on_host).
 #include "prelude.cuh"
 #include "launch_params.cuh"
 #include "ptx.cuh"
+#include "sm90/decode.cuh"
 #include "arch.cuh"
 #include "host/plan.cuh"
 #include "host/experts.cuh"
@@ -266,6 +268,19 @@ void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, 
     const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
+  }
+}
+// The sm_90a kernels' FP4 decode on the host: for each of n words, the four half2 of
+// fp4x8_to_half2x4 (the GEMM's B fragments) in all_codes, and fp4x2_to_half2 for q = 0..3 (the
+// prepass) in code_pairs.
+void nvfp4_decode_words_on_host(const uint32_t* words, int64_t n, uint32_t* all_codes, uint32_t* code_pairs) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t h[4];
+    nvfp4::fp4x8_to_half2x4(words[i], h);
+    for (int q = 0; q < 4; ++q) {
+      all_codes[4 * i + q] = h[q];
+      code_pairs[4 * i + q] = nvfp4::fp4x2_to_half2(words[i], q);
+    }
   }
 }
 }

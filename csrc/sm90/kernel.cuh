@@ -27,6 +27,9 @@ constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of 
 constexpr int kBlockK = 64;            // K elements per pipeline stage
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
+// The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
+// so that a K block's scales cost a shared-memory load each instead of the conversion's instructions.
+constexpr int kScaleTableBytes = 256 * 4;
 
 // The pipeline of each tile shape. Shape 0 takes tiles of 128 B rows by up to 256 A rows, in 5
 // stages. Shape 1 (few rows) takes 256 B rows, two halves of 128, by up to 64 A rows, in as many
@@ -47,9 +50,10 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
-  static constexpr int kSmemBarriers = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemScaleTable = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
 };
@@ -61,29 +65,29 @@ __device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg
 __device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
 
 // The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
-// b_offset and sf_offset in the stage. (Offsets, constant once inlined, not pointers: ptxas then folds
-// them into each thread's fixed offsets, and the loads wait on one add after the stage's barrier.)
-__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, int b_offset, int sf_offset, int row, int t) {
-  const __half2 sa = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row, t)]);
-  const __half2 sb = scale_to_half2(stage[sf_offset + scale_byte_in_atom(row + 8, t)]);
+// b_offset and sf_offset in the stage, its scale bytes converted through the CTA's scale table.
+// (Offsets, constant once inlined, not pointers: ptxas then folds them into each thread's fixed
+// offsets, and the loads wait on one add after the stage's barrier.) frag[s][j], k16 step s: row
+// `row` for even j, `row` + 8 for odd, the half2 of codes q = 2 (s % 2) + j / 2 of the row's first
+// word (s < 2) or second, the K order the prepass gives A.
+__device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const uint8_t* stage, const uint32_t* scale_table, int b_offset,
+                                                 int sf_offset, int row, int t) {
+  const uint32_t sa = scale_table[stage[sf_offset + scale_byte_in_atom(row, t)]];
+  const uint32_t sb = scale_table[stage[sf_offset + scale_byte_in_atom(row + 8, t)]];
   const uint2 wa = *reinterpret_cast<const uint2*>(stage + (b_offset + row * 32 + t * 8));
   const uint2 wb = *reinterpret_cast<const uint2*>(stage + (b_offset + (row + 8) * 32 + t * 8));
-  frag[0][0] = hmul2_bits(fp4x2_to_half2(wa.x, 0), sa);
-  frag[0][1] = hmul2_bits(fp4x2_to_half2(wb.x, 0), sb);
-  frag[0][2] = hmul2_bits(fp4x2_to_half2(wa.x, 1), sa);
-  frag[0][3] = hmul2_bits(fp4x2_to_half2(wb.x, 1), sb);
-  frag[1][0] = hmul2_bits(fp4x2_to_half2(wa.x, 2), sa);
-  frag[1][1] = hmul2_bits(fp4x2_to_half2(wb.x, 2), sb);
-  frag[1][2] = hmul2_bits(fp4x2_to_half2(wa.x, 3), sa);
-  frag[1][3] = hmul2_bits(fp4x2_to_half2(wb.x, 3), sb);
-  frag[2][0] = hmul2_bits(fp4x2_to_half2(wa.y, 0), sa);
-  frag[2][1] = hmul2_bits(fp4x2_to_half2(wb.y, 0), sb);
-  frag[2][2] = hmul2_bits(fp4x2_to_half2(wa.y, 1), sa);
-  frag[2][3] = hmul2_bits(fp4x2_to_half2(wb.y, 1), sb);
-  frag[3][0] = hmul2_bits(fp4x2_to_half2(wa.y, 2), sa);
-  frag[3][1] = hmul2_bits(fp4x2_to_half2(wb.y, 2), sb);
-  frag[3][2] = hmul2_bits(fp4x2_to_half2(wa.y, 3), sa);
-  frag[3][3] = hmul2_bits(fp4x2_to_half2(wb.y, 3), sb);
+  uint32_t ax[4], ay[4], bx[4], by[4];
+  fp4x8_to_half2x4(wa.x, ax);
+  fp4x8_to_half2x4(wa.y, ay);
+  fp4x8_to_half2x4(wb.x, bx);
+  fp4x8_to_half2x4(wb.y, by);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    frag[q / 2][2 * (q % 2)] = hmul2_bits(ax[q], sa);
+    frag[q / 2][2 * (q % 2) + 1] = hmul2_bits(bx[q], sb);
+    frag[2 + q / 2][2 * (q % 2)] = hmul2_bits(ay[q], sa);
+    frag[2 + q / 2][2 * (q % 2) + 1] = hmul2_bits(by[q], sb);
+  }
 }
 
 // The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
@@ -100,7 +104,8 @@ __device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
     const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
     uint32_t out[4];
 #pragma unroll
-    for (int t = 0; t < 4; ++t) out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), scale_to_half2((sf >> (8 * t)) & 0xFF));
+    for (int t = 0; t < 4; ++t)
+      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), half2_as_bits(scale_to_half2((sf >> (8 * t)) & 0xFF)));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
 }
@@ -164,7 +169,8 @@ struct Consumer {
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
-      load_b_fragments(frag[kBuf][h], stage, P::kStageB + h * kTileN * 32, P::kStageSfb + h * 512, b_row, t);
+      load_b_fragments(frag[kBuf][h], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + h * kTileN * 32,
+                       P::kStageSfb + h * 512, b_row, t);
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < P::kHalves; ++h)
@@ -345,6 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     }
     fence_barrier_init();
   }
+  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = half2_as_bits(scale_to_half2(threadIdx.x));
   __syncthreads();
   // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
   // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
