@@ -249,12 +249,7 @@ struct HostPairs {
     return bits | bits << 16;
   }
   static __host__ __device__ float low(uint32_t w) { return value(w & 0xFFFFu); }
-  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
-    const uint64_t bytes = uint64_t(y) << 32 | x;
-    uint32_t out = 0;
-    for (int i = 0; i < 4; ++i) out |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xFFu) << (8 * i);
-    return out;
-  }
+  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return nvfp4::byte_perm(x, y, selector); }
 };
 }  // namespace nvfp4
 

@@ -25,3 +25,18 @@
 #if NVFP4_TCGEN05_EMULATION && NVFP4_ARCH != 100
 #error "NVFP4_TCGEN05_EMULATION emulates the sm_100a kernel: build it with -DNVFP4_ARCH=100"
 #endif
+
+namespace nvfp4 {
+// PRMT: byte i of the result is byte selector[i] of y:x (selector nibbles below 8: no sign
+// replication). The host computes the same, for the tests that run device arithmetic there.
+__host__ __device__ __forceinline__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(x, y, selector);
+#else
+  const uint64_t bytes = uint64_t(y) << 32 | x;
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i) out |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xFFu) << (8 * i);
+  return out;
+#endif
+}
+}  // namespace nvfp4

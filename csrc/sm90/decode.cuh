@@ -11,18 +11,18 @@ __host__ __device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
   const uint32_t x = w >> (4 * q);
   return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
 }
-// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 13 instructions where four calls take
-// 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows). Each
-// byte's high code is spread with its magnitude at bits 1..3 and its sign at bit 7, the low code
-// the same way; the halves of h[2] and h[3] are then a mask away (bytes 1 and 3: magnitude at bits
-// 9..11, sign at 15), those of h[0] and h[1] a shift by a byte and a mask.
+// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 11 instructions where four calls
+// take 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows).
+// Each byte's high code and its low code are laid out as a half wants them, magnitude at bits 1..3
+// and sign at bit 7 of the byte; the halves of h[2] and h[3] (bytes 1 and 3: bits 9..11 and 15)
+// are then a mask away, those of h[0] and h[1] a byte permutation.
 __host__ __device__ __forceinline__ void fp4x8_to_half2x4(uint32_t w, uint32_t (&h)[4]) {
-  const uint32_t hi = w & 0xF0F0F0F0u, hi_spread = hi | (hi >> 3);
-  const uint32_t lo = w & 0x0F0F0F0Fu, lo_spread = (lo << 1) | (lo << 4);
-  h[0] = (lo_spread << 8) & 0x8E008E00u;  // codes 0 and 4 (bytes 0 and 2)
-  h[1] = (hi_spread << 8) & 0x8E008E00u;  // codes 1 and 5
-  h[2] = lo_spread & 0x8E008E00u;         // codes 2 and 6 (bytes 1 and 3)
-  h[3] = hi_spread & 0x8E008E00u;         // codes 3 and 7
+  const uint32_t hi = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
+  const uint32_t lo = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);
+  h[0] = byte_perm(lo, 0, 0x2404);  // codes 0 and 4: bytes 0 and 2 to bytes 1 and 3, zeros below
+  h[1] = byte_perm(hi, 0, 0x2404);  // codes 1 and 5
+  h[2] = lo & 0xFF00FF00u;          // codes 2 and 6: bytes 1 and 3
+  h[3] = hi & 0xFF00FF00u;          // codes 3 and 7
 }
 // E4M3 scale byte to fp16 scale * 2^7, exactly (at most 448 * 128 = 57344). Multiplying a decoded
 // code (value * 2^-14) by it gives value * scale * 2^-7: at most 6 significant bits, so exact in
