@@ -204,8 +204,9 @@ CUDA_SOURCE = r"""
 // FP4 decode is in every build: the host tests call it (nvfp4_decode_words_on_host).
 #line 1 "csrc/prelude.cuh"
 
-// What every file of the translation unit needs: the CUDA and C++ headers, and the build's
-// configuration (NVFP4_ARCH, NVFP4_TCGEN05_EMULATION), checked once.
+// What every file of the translation unit needs: the CUDA and C++ headers, the build's
+// configuration (NVFP4_ARCH, NVFP4_TCGEN05_EMULATION), checked once, and byte_perm, which device
+// code and its host emulation share.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -425,8 +426,8 @@ __host__ __device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
   const uint32_t x = w >> (4 * q);
   return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
 }
-// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 11 instructions where four calls
-// take 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows).
+// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 11 SASS instructions where four
+// calls take 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows).
 // Each byte's high code and its low code are laid out as a half wants them, magnitude at bits 1..3
 // and sign at bit 7 of the byte; the halves of h[2] and h[3] (bytes 1 and 3: bits 9..11 and 15)
 // are then a mask away, those of h[0] and h[1] a byte permutation.
@@ -446,9 +447,9 @@ __device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
   const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
   return __half2half2(scaled);
 }
-__device__ __forceinline__ uint32_t half2_as_bits(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ uint32_t bits_of(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
 __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, uint32_t s) {
-  return half2_as_bits(__hmul2(*reinterpret_cast<__half2*>(&x), *reinterpret_cast<__half2*>(&s)));
+  return bits_of(__hmul2(*reinterpret_cast<__half2*>(&x), *reinterpret_cast<__half2*>(&s)));
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 }  // namespace nvfp4
@@ -1261,7 +1262,7 @@ __device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
     uint32_t out[4];
 #pragma unroll
     for (int t = 0; t < 4; ++t)
-      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), half2_as_bits(scale_to_half2((sf >> (8 * t)) & 0xFF)));
+      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), bits_of(scale_to_half2((sf >> (8 * t)) & 0xFF)));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
 }
@@ -1507,7 +1508,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     }
     fence_barrier_init();
   }
-  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = half2_as_bits(scale_to_half2(threadIdx.x));
+  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = bits_of(scale_to_half2(threadIdx.x));
   __syncthreads();
   // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
   // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
@@ -3414,7 +3415,6 @@ template <> struct Pairs<false> {
   static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
   static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
   static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
-  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
 };
 template <> struct Pairs<true> {
   static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
@@ -3422,7 +3422,6 @@ template <> struct Pairs<true> {
   static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
   static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
   static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
-  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
 };
 
 // The nearest-even E2M1 magnitude codes of a pair's x / s, saturated at 6, NaN giving 0, found by
@@ -3459,7 +3458,7 @@ template <class P>
 __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
   uint32_t abs_pair[8], amax = 0;
   for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
-  amax = P::max_nan(amax, P::byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
+  amax = P::max_nan(amax, byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
   const float amax_f = P::low(amax);
   const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
   const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
@@ -3472,7 +3471,7 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
-    q.codes[h] = P::byte_perm(P::byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), P::byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+    q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
   q.scale = byte;
   return q;
 }
@@ -3904,7 +3903,6 @@ struct HostPairs {
     return bits | bits << 16;
   }
   static __host__ __device__ float low(uint32_t w) { return value(w & 0xFFFFu); }
-  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return nvfp4::byte_perm(x, y, selector); }
 };
 }  // namespace nvfp4
 

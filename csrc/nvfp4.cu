@@ -249,7 +249,6 @@ struct HostPairs {
     return bits | bits << 16;
   }
   static __host__ __device__ float low(uint32_t w) { return value(w & 0xFFFFu); }
-  static __host__ __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return nvfp4::byte_perm(x, y, selector); }
 };
 }  // namespace nvfp4
 

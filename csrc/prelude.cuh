@@ -1,6 +1,7 @@
 #pragma once
-// What every file of the translation unit needs: the CUDA and C++ headers, and the build's
-// configuration (NVFP4_ARCH, NVFP4_TCGEN05_EMULATION), checked once.
+// What every file of the translation unit needs: the CUDA and C++ headers, the build's
+// configuration (NVFP4_ARCH, NVFP4_TCGEN05_EMULATION), checked once, and byte_perm, which device
+// code and its host emulation share.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

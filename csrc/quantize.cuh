@@ -39,7 +39,6 @@ template <> struct Pairs<false> {
   static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
   static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
   static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
-  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
 };
 template <> struct Pairs<true> {
   static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
@@ -47,7 +46,6 @@ template <> struct Pairs<true> {
   static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
   static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
   static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
-  static __device__ uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) { return __byte_perm(x, y, selector); }
 };
 
 // The nearest-even E2M1 magnitude codes of a pair's x / s, saturated at 6, NaN giving 0, found by
@@ -84,7 +82,7 @@ template <class P>
 __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
   uint32_t abs_pair[8], amax = 0;
   for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
-  amax = P::max_nan(amax, P::byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
+  amax = P::max_nan(amax, byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
   const float amax_f = P::low(amax);
   const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
   const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
@@ -97,7 +95,7 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
-    q.codes[h] = P::byte_perm(P::byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), P::byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+    q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
   q.scale = byte;
   return q;
 }

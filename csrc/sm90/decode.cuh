@@ -11,8 +11,8 @@ __host__ __device__ __forceinline__ uint32_t fp4x2_to_half2(uint32_t w, int q) {
   const uint32_t x = w >> (4 * q);
   return ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
 }
-// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 11 instructions where four calls
-// take 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows).
+// All eight codes of w at once, h[q] = fp4x2_to_half2(w, q), in 11 SASS instructions where four
+// calls take 16-17 (the B fragments' decode is most of a K block's instructions when A has few rows).
 // Each byte's high code and its low code are laid out as a half wants them, magnitude at bits 1..3
 // and sign at bit 7 of the byte; the halves of h[2] and h[3] (bytes 1 and 3: bits 9..11 and 15)
 // are then a mask away, those of h[0] and h[1] a byte permutation.
@@ -32,9 +32,9 @@ __device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
   const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
   return __half2half2(scaled);
 }
-__device__ __forceinline__ uint32_t half2_as_bits(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ uint32_t bits_of(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
 __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, uint32_t s) {
-  return half2_as_bits(__hmul2(*reinterpret_cast<__half2*>(&x), *reinterpret_cast<__half2*>(&s)));
+  return bits_of(__hmul2(*reinterpret_cast<__half2*>(&x), *reinterpret_cast<__half2*>(&s)));
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 }  // namespace nvfp4

@@ -105,7 +105,7 @@ __device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
     uint32_t out[4];
 #pragma unroll
     for (int t = 0; t < 4; ++t)
-      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), half2_as_bits(scale_to_half2((sf >> (8 * t)) & 0xFF)));
+      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), bits_of(scale_to_half2((sf >> (8 * t)) & 0xFF)));
     reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
   }
 }
@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     }
     fence_barrier_init();
   }
-  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = half2_as_bits(scale_to_half2(threadIdx.x));
+  if (threadIdx.x < 256) reinterpret_cast<uint32_t*>(smem + P::kSmemScaleTable)[threadIdx.x] = bits_of(scale_to_half2(threadIdx.x));
   __syncthreads();
   // The MoE forms' walker reads the schedule: every thread first waits for the grid before this one,
   // which writes it and the fp16 rows. The list form's producer waits for the prepass itself.
