@@ -1176,9 +1176,6 @@ namespace sm90 {
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
 // word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
-constexpr int kThreads = 384;          // warpgroup 0: the TMA producers (a thread in each of its first warps); 1-2: consumers
-constexpr int kConsumerThreads = 256;
-constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
 constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
 constexpr int kBlockK = 64;            // K elements per pipeline stage
@@ -1188,12 +1185,14 @@ constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA
 // so that a K block's scales cost a shared-memory load each instead of the conversion's instructions.
 constexpr int kScaleTableBytes = 256 * 4;
 
-// The pipeline of each tile shape. Shape 0 takes tiles of 128 B rows by up to 256 A rows, in 5
-// stages. Shape 1 (few rows) takes 256 B rows, two halves of 128, by up to 64 A rows, in as many
-// stages as fit (12): each consumer warpgroup decodes and issues the wgmma of 64 rows of each half
-// per K block, so that a K block's fixed latencies (the stage's barrier, the shared-memory loads, the
-// wgmma's round trip), which dominate it when A has few rows, are paid once per 256 B rows; the deep
-// ring keeps about 100 KB of B in flight per SM.
+// The pipeline of each tile shape. Warpgroup 0 holds the TMA producers (a thread in each of its
+// first kProducers warps); each consumer warpgroup after it decodes 64 rows of one half of the
+// tile's B and issues their wgmma, two warpgroups a half. Shape 0 takes tiles of 128 B rows by up to
+// 256 A rows, in 5 stages, with two consumer warpgroups. Shape 1 (few rows) takes 256 B rows, two
+// halves of 128, by up to 64 A rows, with four consumer warpgroups, in as many stages as fit (11):
+// when A has few rows a K block is its decode's instructions and their latencies, and sixteen
+// consumer warps, each with one half's rows, measured 1% faster on the H200 than eight with both
+// halves' (docs/PERF.md); the deep ring keeps about 90 KB of B in flight per SM.
 //
 // A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
 // swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
@@ -1204,26 +1203,35 @@ struct Pipeline {
   static constexpr int kProducers = kShape == 1 ? 4 : 1;
   static constexpr int kARows = kShape == 0 ? kTileM : 64;
   static constexpr int kHalves = kShape == 1 ? 2 : 1;
+  static constexpr int kConsumerWarps = 8 * kHalves;
+  static constexpr int kThreads = 128 + 32 * kConsumerWarps;
+  // setmaxnreg's counts: the CTA starts with 65536 / kThreads registers a thread, rounded down to 8
+  // (168 and 96); the consumers' increase is served only by what the producer warpgroup gives back:
+  // 128 x (168 - 56) = 256 x (224 - 168) and 128 x (96 - 32) = 512 x (112 - 96).
+  static constexpr int kProducerRegisters = kShape == 1 ? 32 : 56;
+  static constexpr int kConsumerRegisters = kShape == 1 ? 112 : 224;
   static constexpr int kBRows = kHalves * kTileN;
   static constexpr int kMaxN8 = kARows / 8;
   static constexpr int kStageA = 0;
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - 8 * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
-  static constexpr int kSmemScaleTable = kSmemEpilogue + 8 * kEpilogueWarpBytes;
+  static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
   static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
   static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
+  static_assert(128 * (65536 / kThreads / 8 * 8 - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - 65536 / kThreads / 8 * 8),
+                "the consumers' registers come from the producers'");
 };
 constexpr int kPrepassThreads = 256;
 
-// The CTA starts at 168 registers a thread (384 threads). The consumers' increase is served only
-// by what the producer warpgroup gives back: 128 x (168 - 56) = 256 x (224 - 168) = 14336.
-__device__ __forceinline__ void setmaxnreg_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;"); }
-__device__ __forceinline__ void setmaxnreg_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;"); }
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
 
 // The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
 // b_offset and sf_offset in the stage, its scale bytes converted through the CTA's scale table.
@@ -1314,34 +1322,30 @@ struct Consumer {
   using P = Pipeline<kShape>;
   uint8_t* smem;
   Barriers<P::kStages> bars;
-  int b_row;                // this thread's B rows of the tile: b_row and b_row + 8
+  int half;                 // this warpgroup's half of the tile's B rows
+  int b_row;                // this thread's B rows of that half: b_row and b_row + 8
   int t;                    // lane % 4: the scale block of this thread's B fragments
   bool warp_leader;         // lane 0: arrives for its warp
   uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
   int unreleased = -1;      // stage whose wgmma may still be running
 
-  // One K block with B fragments in frag[kBuf]: decode B, issue the wgmma on the stage's A rows, for
-  // every half of the tile. A half without rows of B (tile_halves) is computed from whatever its
-  // part of the stage holds and not stored: branches around the wgmma would make ptxas fence them.
+  // One K block with B fragments in frag[kBuf]: decode this warpgroup's B rows, issue their wgmma on
+  // the stage's A rows. A half without rows of B (tile_halves) is computed from whatever its part of
+  // the stage holds; its columns of C are past N, so store_tile stores none of them. (Branches
+  // around the wgmma, or around reading their accumulators, would make ptxas fence them.)
   template <int kBuf>
-  __device__ __forceinline__ void k_block(float (&acc)[P::kHalves][128], uint32_t (&frag)[2][P::kHalves][4][4], int n8, bool first) {
+  __device__ __forceinline__ void k_block(float (&acc)[128], uint32_t (&frag)[2][4][4], int n8, bool first) {
     const int s = iter % P::kStages;
     const uint8_t* stage = smem + s * P::kStageBytes;
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
-#pragma unroll
-    for (int h = 0; h < P::kHalves; ++h)
-      load_b_fragments(frag[kBuf][h], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + h * kTileN * 32,
-                       P::kStageSfb + h * 512, b_row, t);
+    load_b_fragments(frag[kBuf], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + half * kTileN * 32,
+                     P::kStageSfb + half * 512, b_row, t);
     wgmma_fence();
-#pragma unroll
-    for (int h = 0; h < P::kHalves; ++h)
-      wgmma_k_block<kFixedN8, P::kMaxN8>(acc[h], frag[kBuf][h], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
-    wgmma_wait<P::kHalves>();     // the previous K block's wgmma are done ...
+    wgmma_k_block<kFixedN8, P::kMaxN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
+    wgmma_wait<1>();              // the previous K block's wgmma are done ...
     release_unreleased();         // ... so its stage ...
 #pragma unroll
-    for (int h = 0; h < P::kHalves; ++h)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][h][j]);  // ... and its fragments may be overwritten now
+    for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][j]);  // ... and its fragments may be overwritten now
     unreleased = s;
     ++iter;
   }
@@ -1390,6 +1394,31 @@ __device__ __forceinline__ int tile_halves(const TileJob& job) {
   return P::kHalves == 1 ? 1 : min(P::kHalves, (job.g.n - job.n_block * P::kBRows + kTileN - 1) / kTileN);
 }
 
+// What a producer needs of a tile to issue its stages, in few registers (shape 1's producers have
+// 32): the tensor maps, the tile's first rows in them, its first half's scale atom of K block 0 (a
+// half's atoms follow the previous half's k_blocks atoms later), its halves, its K blocks and the
+// bytes a stage of it lands.
+struct TileLoads {
+  const CUtensorMap* tmap_a;
+  const CUtensorMap* tmap_b;
+  const uint8_t* sfb;
+  int a_row, b_row, halves, k_blocks;
+  uint32_t bytes;
+};
+template <int kShape>
+__device__ __forceinline__ TileLoads loads_of(const TileJob& job) {
+  using P = Pipeline<kShape>;
+  const int halves = tile_halves<kShape>(job);
+  return TileLoads{job.tmap_a,
+                   job.tmap_b,
+                   job.g.sfb + scale_atom_offset(job.n_block * P::kBRows / kTileN, 0, job.g.k),
+                   job.a_row0 + job.m_chunk * job.g.m_chunk_rows,
+                   job.b_row0 + job.n_block * P::kBRows,
+                   halves,
+                   job.g.k / kBlockK,
+                   uint32_t(halves * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2)};
+}
+
 // Producer `p` of the shape's kProducers (one thread in each of the producer warpgroup's first warps)
 // issues the loads of every kProducers-th K block of the CTA's walk, from its p-th: one thread's issue
 // of a stage (about 110 instructions, mostly dependent uniform-datapath ones) takes about as long as
@@ -1399,31 +1428,31 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   using P = Pipeline<kShape>;
   constexpr int kStages = P::kStages, kProducers = P::kProducers;
   const uint64_t keep = l2_evict_last(), once = l2_evict_first();
-  auto stage_of = [&](int s) { return smem_u32(smem + s * P::kStageBytes); };
-  auto b_row_of = [&](const TileJob& job, int h) { return job.n_block * P::kBRows + h * kTileN; };  // a half's first row of B
-  auto expect = [&](const TileJob& job, int s) {
-    mbar_arrive_expect_tx(bars.full(s), tile_halves<kShape>(job) * (kTileN * kBlockK / 2 + 512) + job.g.a_box_rows * kBlockK * 2);
-  };
+  const uint32_t stages = smem_u32(smem);
   // B's rows and scale atoms: nothing the prepass writes, and written by work that ended before the
   // prepass began (it is launched plainly, after everything earlier on the queue). A stage's loads go
   // out in the order that measured fastest on the H200 (docs/PERF.md): shape 0 B's rows, A's rows,
   // then B's scales; shape 1 each half's rows and scales, then A's rows.
   constexpr bool kScalesAfterA = kShape == 0;
-  auto load_b_scales = [&](const TileJob& job, int kb, int s, int h) {
-    bulk_load(stage_of(s) + P::kStageSfb + h * 512, job.g.sfb + scale_atom_offset(b_row_of(job, h) / 128, kb, job.g.k), 512, bars.full(s), once);
+  auto load_b_scales = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full, int h) {
+    bulk_load(stage + P::kStageSfb + h * 512, t.sfb + (h * t.k_blocks + kb) * 512, 512, full, once);
   };
-  auto load_b = [&](const TileJob& job, int kb, int s) {
-    for (int h = 0; h < tile_halves<kShape>(job); ++h) {
-      tma_load_2d(stage_of(s) + P::kStageB + h * kTileN * 32, job.tmap_b, kb * kBlockK / 2, job.b_row0 + b_row_of(job, h), bars.full(s), once);
-      if constexpr (!kScalesAfterA) load_b_scales(job, kb, s, h);
-    }
+  auto load_b = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full) {
+#pragma unroll
+    for (int h = 0; h < P::kHalves; ++h)
+      if (h < t.halves) {
+        tma_load_2d(stage + P::kStageB + h * kTileN * 32, t.tmap_b, kb * kBlockK / 2, t.b_row + h * kTileN, full, once);
+        if constexpr (!kScalesAfterA) load_b_scales(t, kb, stage, full, h);
+      }
   };
-  auto load_scales_after_a = [&](const TileJob& job, int kb, int s) {
+  auto load_scales_after_a = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full) {
     if constexpr (kScalesAfterA)
-      for (int h = 0; h < tile_halves<kShape>(job); ++h) load_b_scales(job, kb, s, h);
+#pragma unroll
+      for (int h = 0; h < P::kHalves; ++h)
+        if (h < t.halves) load_b_scales(t, kb, stage, full, h);
   };
-  auto load_a = [&](const TileJob& job, int kb, int s) {  // the prepass's fp16 rows
-    tma_load_2d(stage_of(s) + P::kStageA, job.tmap_a, kb * kBlockK, job.a_row0 + job.m_chunk * job.g.m_chunk_rows, bars.full(s), keep);
+  auto load_a = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full) {  // the prepass's fp16 rows
+    tma_load_2d(stage + P::kStageA, t.tmap_a, kb * kBlockK, t.a_row, full, keep);
   };
   // The list form's first stages ask for their B rows and scales before the wait for the prepass,
   // so that DRAM's latency for them overlaps the prepass's tail; their A rows follow the wait. (The
@@ -1431,34 +1460,35 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   int early = 0;
   if constexpr (!Tiles::kReadsEarlierGrids) {
     if (tiles.count() > 0) {
-      const TileJob job = tiles.job(0);
-      early = min(kStages, job.g.k / kBlockK);
+      const TileLoads t = loads_of<kShape>(tiles.job(0));
+      early = min(kStages, t.k_blocks);
       for (int kb = p; kb < early; kb += kProducers) {  // each stage's first use: free, no wait
-        expect(job, kb);
-        load_b(job, kb, kb);
-        load_scales_after_a(job, kb, kb);
+        const uint32_t stage = stages + kb * P::kStageBytes;
+        mbar_arrive_expect_tx(bars.full(kb), t.bytes);
+        load_b(t, kb, stage, bars.full(kb));
+        load_scales_after_a(t, kb, stage, bars.full(kb));
       }
     }
     wait_for_prerequisite_grids();
   }
   uint32_t walked = 0;  // K blocks of the CTA's tiles before this one
   for (int i = 0; i < tiles.count(); ++i) {
-    const TileJob job = tiles.job(i);
-    const int k_blocks = job.g.k / kBlockK;
-    for (int kb = (p - int(walked % kProducers) + kProducers) % kProducers; kb < k_blocks; kb += kProducers) {
+    const TileLoads t = loads_of<kShape>(tiles.job(i));
+    for (int kb = (p - int(walked % kProducers) + kProducers) % kProducers; kb < t.k_blocks; kb += kProducers) {
       const uint32_t iter = walked + kb;
       const int s = iter % kStages;
+      const uint32_t stage = stages + s * P::kStageBytes, full = bars.full(s);
       if (int(iter) < early) {  // the first tile's first K blocks: their B is on the way
-        load_a(job, kb, s);
+        load_a(t, kb, stage, full);
         continue;
       }
       mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
-      expect(job, s);
-      load_b(job, kb, s);
-      load_a(job, kb, s);
-      load_scales_after_a(job, kb, s);
+      mbar_arrive_expect_tx(full, t.bytes);
+      load_b(t, kb, stage, full);
+      load_a(t, kb, stage, full);
+      load_scales_after_a(t, kb, stage, full);
     }
-    walked += k_blocks;
+    walked += t.k_blocks;
   }
   // The consumers' release of every stage they used, awaited by the producer of the last K block:
   // its wait for that block's stage saw every earlier block kStages back released, so no barrier it
@@ -1471,20 +1501,20 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
 template <int kFixedN8, int kShape, class Tiles>
 __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barriers<Pipeline<kShape>::kStages> bars) {
   using P = Pipeline<kShape>;
-  const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32;
-  Consumer<kFixedN8, kShape> consumer{smem, bars, (warp / 4) * 64 + (warp % 4) * 16 + lane / 4, lane % 4, lane == 0};
-  float acc[P::kHalves][128];
+  // Consumer warpgroup w takes half w / 2 of the tile's B rows, its rows 64 (w % 2) ..
+  const int ct = threadIdx.x - 128, warp = ct / 32, lane = ct % 32, half = warp / 8, half_row0 = (warp / 4) % 2 * 64 + (warp % 4) * 16;
+  Consumer<kFixedN8, kShape> consumer{smem, bars, half, half_row0 + lane / 4, lane % 4, lane == 0};
+  float acc[128];
 #pragma unroll
-  for (int h = 0; h < P::kHalves; ++h)
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[h][i] = 0.0f;
-  uint32_t frag[2][P::kHalves][4][4];
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  uint32_t frag[2][4][4];
   for (int i = 0; i < tiles.count(); ++i) {
-    const TileJob job = tiles.job(i);
-    const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, halves = tile_halves<kShape>(job);
-    const int m_rows = min(g.m_chunk_rows, g.m - m0), n8 = kFixedN8 > 0 ? kFixedN8 : (m_rows + 7) / 8;
-    const int k_blocks = g.k / kBlockK;
+    int n8 = kFixedN8, k_blocks;
+    {
+      const TileJob job = tiles.job(i);
+      if (kFixedN8 == 0) n8 = (min(job.g.m_chunk_rows, job.g.m - job.m_chunk * job.g.m_chunk_rows) + 7) / 8;
+      k_blocks = job.g.k / kBlockK;
+    }
     int kb = 0;
     for (; kb + 1 < k_blocks; kb += 2) {
       consumer.template k_block<0>(acc, frag, n8, kb == 0);
@@ -1492,14 +1522,16 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     }
     if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
-#pragma unroll
-    for (int h = 0; h < P::kHalves; ++h) keep_in_registers(acc[h]);
+    keep_in_registers(acc);
     consumer.release_unreleased();
-#pragma unroll
-    for (int h = 0; h < P::kHalves; ++h)
-      if (P::kHalves == 1 || h < halves)
-        store_tile(acc[h], g, m0, m_rows, n0 + h * kTileN + (warp / 4) * 64 + (warp % 4) * 16, n8,
-                   smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    // The tile's figures for its stores are read again, not kept through the K loop: shape 1's
+    // consumers have 112 registers, one too few to keep them. (Shape 0's measured no faster keeping them.)
+    int again = i;
+    asm volatile("" : "+r"(again));
+    const TileJob job = tiles.job(again);
+    const GroupArgs& g = job.g;
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, m_rows = min(g.m_chunk_rows, g.m - m0);
+    store_tile(acc, g, m0, m_rows, n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
 }
 
@@ -1508,7 +1540,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
 // kShape: the tile shape's pipeline (Pipeline). Args: LaunchArgs (the list form, the host's
 // schedule) or ExpertLaunchArgs (the MoE forms).
 template <int kFixedN8, int kShape, class Args>
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
+__global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(const __grid_constant__ Args args) {
   using P = Pipeline<kShape>;
   static_assert(kFixedN8 <= P::kMaxN8, "a tile of this shape has at most kMaxN8 * 8 A rows");
   extern __shared__ uint8_t smem_raw[];
@@ -1517,7 +1549,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbar_init(bars.full(s), 1);
-      mbar_init(bars.empty(s), kConsumerWarps);
+      mbar_init(bars.empty(s), P::kConsumerWarps);
     }
     fence_barrier_init();
   }
@@ -1529,10 +1561,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
   if constexpr (Tiles::kReadsEarlierGrids) wait_for_prerequisite_grids();
   const Tiles tiles(args, blockIdx.x, gridDim.x);
   if (threadIdx.x < 128) {
-    setmaxnreg_producer();
+    setmaxnreg_dec<P::kProducerRegisters>();
     if (threadIdx.x % 32 == 0 && threadIdx.x / 32 < P::kProducers) produce<kShape>(tiles, smem, bars, threadIdx.x / 32);
   } else {
-    setmaxnreg_consumer();
+    setmaxnreg_inc<P::kConsumerRegisters>();
     consume<kFixedN8, kShape>(tiles, smem, bars);
   }
 }
@@ -1566,7 +1598,8 @@ const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
 }  // namespace sm90
 
 struct Arch {
-  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN, kThreads = sm90::kThreads;
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN;
+  static int threads(int shape) { return shape ? sm90::Pipeline<1>::kThreads : sm90::Pipeline<0>::kThreads; }
   static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
   static constexpr int kKMultiple = sm90::kBlockK;
   static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
@@ -2702,7 +2735,8 @@ __global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_con
 
 struct Arch {
   using Unswapped = sm100::TileShape<sm100::kUnswapped>;
-  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB, kThreads = sm100::kThreads;
+  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
+  static int threads(int /*shape*/) { return sm100::kThreads; }
   // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
   static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
                                               sm100::TileShape<sm100::kPair>::kSmemBytes});
@@ -3271,7 +3305,7 @@ cudaLaunchAttribute cluster_of(int shape) {
 cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
-  config.blockDim = dim3(Arch::kThreads);
+  config.blockDim = dim3(unsigned(Arch::threads(shape)));
   config.dynamicSmemBytes = size_t(Arch::smem_bytes(shape));
   attrs[0] = cluster_of(shape);
   config.attrs = attrs;
@@ -3369,7 +3403,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
     // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(unsigned(Arch::threads(plan.shapes[i]))),
               unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);

@@ -117,7 +117,7 @@ def test_kernel_built_for_one_wgmma_n_writes_only_its_tiles_rows(path, m, n, k, 
 
 @pytest.fixture(scope="module")
 def few_rows_path(path):
-    """sm_90a's tile shape 1 (256 B rows by at most 64 A rows a tile, 12 stages), asked for on every
+    """sm_90a's tile shape 1 (256 B rows by at most 64 A rows a tile, 11 stages), asked for on every
     problem: wider groups are cut into chunks of 64 rows."""
     if path.arch != 90:
         pytest.skip("tile shape 1 is sm_90a's few-rows pipeline")
@@ -135,7 +135,7 @@ def test_the_few_rows_pipeline_on_the_official_tests(few_rows_path, case):
 
 @pytest.mark.parametrize("m,n,k", [
     ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),  # M = 1, odd M and N, a group of five chunks; tiles of one half
-    ((8, 0, 64, 33, 16, 2, 40, 64), (4096,) * 8, (2048,) * 8),      # decode-like: many tiles, 12 stages wrap
+    ((8, 0, 64, 33, 16, 2, 40, 64), (4096,) * 8, (2048,) * 8),      # decode-like: many tiles, 11 stages wrap
     ((5, 17), (384, 640), (512, 256)),                                 # a tile whose second half has no rows of B
     ((24,), (128,), (7168,)),                                          # one tile, 112 K blocks
 ])

@@ -148,7 +148,7 @@ cudaLaunchAttribute cluster_of(int shape) {
 cudaLaunchConfig_t gemm_launch(unsigned grid, int shape, cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
-  config.blockDim = dim3(Arch::kThreads);
+  config.blockDim = dim3(unsigned(Arch::threads(shape)));
   config.dynamicSmemBytes = size_t(Arch::smem_bytes(shape));
   attrs[0] = cluster_of(shape);
   config.attrs = attrs;
@@ -246,7 +246,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
     // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
     if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(Arch::kThreads),
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(unsigned(Arch::threads(plan.shapes[i]))),
               unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);

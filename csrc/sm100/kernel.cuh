@@ -291,7 +291,8 @@ __global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_con
 
 struct Arch {
   using Unswapped = sm100::TileShape<sm100::kUnswapped>;
-  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB, kThreads = sm100::kThreads;
+  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
+  static int threads(int /*shape*/) { return sm100::kThreads; }
   // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
   static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
                                               sm100::TileShape<sm100::kPair>::kSmemBytes});
