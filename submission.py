@@ -1509,12 +1509,9 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   uint32_t frag[2][4][4];
   for (int i = 0; i < tiles.count(); ++i) {
-    int n8 = kFixedN8, k_blocks;
-    {
-      const TileJob job = tiles.job(i);
-      if (kFixedN8 == 0) n8 = (min(job.g.m_chunk_rows, job.g.m - job.m_chunk * job.g.m_chunk_rows) + 7) / 8;
-      k_blocks = job.g.k / kBlockK;
-    }
+    const TileJob first_read = tiles.job(i);
+    const int n8 = kFixedN8 > 0 ? kFixedN8 : (min(first_read.g.m_chunk_rows, first_read.g.m - first_read.m_chunk * first_read.g.m_chunk_rows) + 7) / 8;
+    const int k_blocks = first_read.g.k / kBlockK;
     int kb = 0;
     for (; kb + 1 < k_blocks; kb += 2) {
       consumer.template k_block<0>(acc, frag, n8, kb == 0);
@@ -1524,11 +1521,13 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     wgmma_wait<0>();
     keep_in_registers(acc);
     consumer.release_unreleased();
-    // The tile's figures for its stores are read again, not kept through the K loop: shape 1's
-    // consumers have 112 registers, one too few to keep them. (Shape 0's measured no faster keeping them.)
+    // The list form reads the tile's figures for its stores again from the kernel's parameters, not
+    // kept through the K loop: shape 1's consumers have 112 registers, one too few to keep them.
+    // (Shape 0's measured no faster keeping them.) The MoE forms keep them: theirs come from a
+    // search of the schedule in global memory.
     int again = i;
-    asm volatile("" : "+r"(again));
-    const TileJob job = tiles.job(again);
+    if constexpr (!Tiles::kReadsEarlierGrids) asm volatile("" : "+r"(again));
+    const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, m_rows = min(g.m_chunk_rows, g.m - m0);
     store_tile(acc, g, m0, m_rows, n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
