@@ -10,7 +10,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench regimes moe-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab regimes moe-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,10 @@ library-bench: deps  ## the library's op (captured, plain) against submission.py
 
 k-block:  ## instructions per K block of the sm_90a kernels, from their SASS (nvcc, no GPU)
 	$(PYTHON) tools/k_block_sass.py
+
+kernels-ab: deps  ## KERNELS="main=HEAD~1 new=.": csrc/ of each git revision built with nvcc and timed in one process on the regimes' cases (an sm_90 GPU)
+	@test -n "$(KERNELS)" || { echo 'usage: make kernels-ab KERNELS="main=HEAD~1 new=." [AB_ARGS="--regimes benchmark"]'; exit 2; }
+	$(PYTHON) bench/kernels_ab.py $(KERNELS) $(AB_ARGS)
 
 regimes: deps  ## the kernel against its floors and cuBLAS: few rows per expert, the benchmark, many rows (a CUDA GPU)
 	$(PYTHON) bench/regimes.py

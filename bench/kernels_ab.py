@@ -1,0 +1,108 @@
+"""The kernels of several revisions of csrc/, timed in one process on the cases of `make regimes`
+(`make kernels-ab`, a CUDA GPU with nvcc).
+
+    python bench/kernels_ab.py main=HEAD~1 new=. [--regimes "few rows,benchmark"] [--rounds 2]
+
+Each NAME=WHAT is a git revision whose csrc/ is built with nvcc (tools/nvcc_build.py; `.` is the
+working tree), or the path of a library built that way. Every library is bound through this
+tree's Python side (nvfp4.kernel_path.KernelPath), so the revisions must share its C interface.
+Every case is first checked against the reference on a fresh input (outputs poisoned with NaN; not
+the many-rows case, whose reference is slow), then each library is timed in turn, as
+bench/peers.py times a contender (GPU time behind the leaderboard's flush, 15 input sets), for
+`rounds` rounds. Prints a line per case as it goes, then each regime's geometric mean of the best
+round: two kernels compared in one run, on one machine, on the same inputs.
+"""
+import argparse
+import ctypes
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tools")]
+
+import torch  # noqa: E402
+
+REGIMES = ("few rows", "benchmark", "many rows")
+
+
+def revision_sources(revision: str) -> dict[str, str] | None:
+    """The text of every file of csrc/ at a git revision, by its path there (None: the working tree).
+    A revision whose csrc/ has other files than the working tree's cannot be built from it."""
+    if revision == ".":
+        return None
+    git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout  # noqa: E731
+    names = [n.removeprefix("csrc/") for n in git("ls-tree", "-r", "--name-only", revision, "csrc").split()]
+    here = sorted(p.relative_to(ROOT / "csrc").as_posix() for p in (ROOT / "csrc").rglob("*") if p.is_file())
+    if sorted(names) != here:
+        raise SystemExit(f"{revision}'s csrc/ has other files than the working tree's: {sorted(set(names) ^ set(here))}")
+    return {name: git("show", f"{revision}:csrc/{name}") for name in names}
+
+
+def library_of(what: str) -> Path:
+    """The library for NAME=WHAT: WHAT itself if it is a file, else the build of revision WHAT's csrc/."""
+    if Path(what).is_file():
+        return Path(what)
+    from nvcc_build import build
+
+    return build(90, overrides=revision_sources(what))[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kernels", nargs="+", metavar="NAME=WHAT", help="a git revision (. for the working tree) or a library")
+    parser.add_argument("--regimes", default=",".join(REGIMES), help=f"a comma-separated choice of {', '.join(REGIMES)}")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=2.0, help="time limit per library, case and round")
+    args = parser.parse_args()
+    pairs = [k.split("=", 1) for k in args.kernels]
+    if any(len(p) != 2 for p in pairs) or len({name for name, _ in pairs}) != len(pairs):
+        parser.error("each kernel is NAME=WHAT, each NAME once")
+    regimes = args.regimes.split(",")
+    if set(regimes) - set(REGIMES):
+        parser.error(f"--regimes: not one of {REGIMES}: {sorted(set(regimes) - set(REGIMES))}")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        sys.exit("bench/kernels_ab.py builds and times the sm_90a kernels: it needs an sm_90 GPU")
+
+    import nvfp4
+    from harness.floors import geomean
+    from nvfp4 import dispatch
+    from nvfp4.build import bind_library
+    from nvfp4.kernel_path import KernelPath
+    from peers import clone_data, time_contender
+    from reference import check_implementation, generate_input
+    from regimes import regime_cases
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    paths = {}
+    for name, what in pairs:
+        lib = library_of(what)
+        print(f"{name}: {what} -> {lib.name}", flush=True)
+        paths[name] = KernelPath(bind_library(ctypes.CDLL(str(lib))), device)
+    fmt = lambda t: f"{t:.2f}" if isinstance(t, float) else t  # noqa: E731 (a time, or why there is none)
+    times = {}
+    cases = [c for c in regime_cases() if c[0] in regimes]
+    for regime, label, case in cases:
+        for name, path in paths.items():
+            dispatch._paths[device] = path
+            if regime != "many rows":
+                data = generate_input(**{**case, "seed": case["seed"] + 7})
+                for _, _, c in data[0]:
+                    c.fill_(float("nan"))
+                ok, message = check_implementation(data, nvfp4.custom_kernel(clone_data(data)))
+                if not ok:
+                    sys.exit(f"{name} is wrong on {label}: {message[:400]}")
+        for _ in range(args.rounds):
+            for name, path in paths.items():
+                dispatch._paths[device] = path
+                times.setdefault((label, name), []).append(time_contender(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9))
+        print(f"{label:40}" + "".join(f"  {name} " + " / ".join(map(fmt, times[(label, name)])) for name in paths), flush=True)
+    for regime in regimes:
+        labels = [label for r, label, _ in cases if r == regime]
+        best = {name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label in labels] for name in paths}
+        print(f"{regime}: geomean of the best round, us: " + "  ".join(
+            f"{name} {geomean(b):.2f}" if all(isinstance(t, float) for t in b) else f"{name} n/a" for name, b in best.items()))
+
+
+if __name__ == "__main__":
+    main()

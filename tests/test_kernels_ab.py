@@ -1,0 +1,30 @@
+"""bench/kernels_ab.py (make kernels-ab): what it builds and what it refuses, without a GPU."""
+import subprocess
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+from kernels_ab import revision_sources  # noqa: E402
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "kernels_ab.py"), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_kernel_without_a_name_or_a_name_twice_is_refused():
+    for args in (["HEAD"], ["a=HEAD", "a=."]):
+        proc = run(*args)
+        assert proc.returncode == 2 and "each kernel is NAME=WHAT, each NAME once" in proc.stderr
+
+
+def test_an_unknown_regime_is_refused():
+    proc = run("a=.", "--regimes", "few rows,decode")
+    assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
+
+
+def test_a_revision_gives_every_file_of_its_csrc_and_the_working_tree_none():
+    assert revision_sources(".") is None
+    committed = revision_sources("HEAD")
+    assert set(committed) == {p.relative_to(ROOT / "csrc").as_posix() for p in (ROOT / "csrc").rglob("*") if p.is_file()}
+    assert "NVFP4_ARCH" in committed["arch.cuh"]
