@@ -1205,9 +1205,10 @@ struct Pipeline {
   static constexpr int kHalves = kShape == 1 ? 2 : 1;
   static constexpr int kConsumerWarps = 8 * kHalves;
   static constexpr int kThreads = 128 + 32 * kConsumerWarps;
-  // setmaxnreg's counts: the CTA starts with 65536 / kThreads registers a thread, rounded down to 8
-  // (168 and 96); the consumers' increase is served only by what the producer warpgroup gives back:
+  // setmaxnreg's counts: the CTA starts with kStartRegisters a thread (168 and 96); the consumers'
+  // increase is served only by what the producer warpgroup gives back:
   // 128 x (168 - 56) = 256 x (224 - 168) and 128 x (96 - 32) = 512 x (112 - 96).
+  static constexpr int kStartRegisters = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegisters = kShape == 1 ? 32 : 56;
   static constexpr int kConsumerRegisters = kShape == 1 ? 112 : 224;
   static constexpr int kBRows = kHalves * kTileN;
@@ -1223,7 +1224,7 @@ struct Pipeline {
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
   static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
-  static_assert(128 * (65536 / kThreads / 8 * 8 - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - 65536 / kThreads / 8 * 8),
+  static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
                 "the consumers' registers come from the producers'");
 };
 constexpr int kPrepassThreads = 256;

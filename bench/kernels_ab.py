@@ -33,7 +33,9 @@ def revision_sources(revision: str) -> dict[str, str] | None:
         return None
     git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout  # noqa: E731
     names = [n.removeprefix("csrc/") for n in git("ls-tree", "-r", "--name-only", revision, "csrc").split()]
-    here = sorted(p.relative_to(ROOT / "csrc").as_posix() for p in (ROOT / "csrc").rglob("*") if p.is_file())
+    from nvcc_build import sources
+
+    here = sorted(sources())
     if sorted(names) != here:
         raise SystemExit(f"{revision}'s csrc/ has other files than the working tree's: {sorted(set(names) ^ set(here))}")
     return {name: git("show", f"{revision}:csrc/{name}") for name in names}

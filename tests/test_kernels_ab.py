@@ -7,6 +7,9 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 from kernels_ab import revision_sources  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tools"))
+from nvcc_build import sources  # noqa: E402
+
 
 def run(*args):
     return subprocess.run([sys.executable, str(ROOT / "bench" / "kernels_ab.py"), *args], capture_output=True, text=True, timeout=120)
@@ -26,5 +29,5 @@ def test_an_unknown_regime_is_refused():
 def test_a_revision_gives_every_file_of_its_csrc_and_the_working_tree_none():
     assert revision_sources(".") is None
     committed = revision_sources("HEAD")
-    assert set(committed) == {p.relative_to(ROOT / "csrc").as_posix() for p in (ROOT / "csrc").rglob("*") if p.is_file()}
+    assert set(committed) == set(sources())
     assert "NVFP4_ARCH" in committed["arch.cuh"]
