@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tools")]
 
 import torch  # noqa: E402
-
-REGIMES = ("few rows", "benchmark", "many rows")
+from regimes import add_regimes_option, chosen_regimes, regime_cases  # noqa: E402
 
 
 def revision_sources(revision: str) -> dict[str, str] | None:
@@ -53,16 +52,14 @@ def library_of(what: str) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="+", metavar="NAME=WHAT", help="a git revision (. for the working tree) or a library")
-    parser.add_argument("--regimes", default=",".join(REGIMES), help=f"a comma-separated choice of {', '.join(REGIMES)}")
+    add_regimes_option(parser)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=2.0, help="time limit per library, case and round")
     args = parser.parse_args()
     pairs = [k.split("=", 1) for k in args.kernels]
     if any(len(p) != 2 for p in pairs) or len({name for name, _ in pairs}) != len(pairs):
         parser.error("each kernel is NAME=WHAT, each NAME once")
-    regimes = args.regimes.split(",")
-    if set(regimes) - set(REGIMES):
-        parser.error(f"--regimes: not one of {REGIMES}: {sorted(set(regimes) - set(REGIMES))}")
+    regimes = chosen_regimes(parser, args.regimes)
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         sys.exit("bench/kernels_ab.py builds and times the sm_90a kernels: it needs an sm_90 GPU")
 
@@ -73,7 +70,6 @@ def main() -> None:
     from nvfp4.kernel_path import KernelPath
     from peers import clone_data, time_contender
     from reference import check_implementation, generate_input
-    from regimes import regime_cases
 
     device = torch.device("cuda", torch.cuda.current_device())
     paths = {}

@@ -1,6 +1,6 @@
 """The kernel in three regimes against its floors and cuBLAS (`make regimes`, a CUDA GPU).
 
-    python bench/regimes.py [--sets 15] [--seconds 4]
+    python bench/regimes.py [--sets 15] [--seconds 4] [--regimes "many rows"]
 
 - Few rows per expert (8 to 64 experts of 0 to 32 rows, N and K from 2048 to 7168: the decode steps
   of a served MoE layer). Each shape's floor is DRAM's: every active expert's B and scales, plus A
@@ -41,6 +41,19 @@ FEW_ROWS = [  # experts, fewest and most rows an expert gets, N, K
     (64, 16, 32, 2048, 7168),
 ]
 MANY_ROWS = (8, 2048, 4096, 7168)  # groups, rows each, N, K
+REGIMES = ("few rows", "benchmark", "many rows")
+
+
+def add_regimes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--regimes", default=",".join(REGIMES), help=f"a comma-separated choice of {', '.join(REGIMES)}")
+
+
+def chosen_regimes(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """The regimes --regimes names, in its order; a usage error for any other name."""
+    regimes = text.split(",")
+    if set(regimes) - set(REGIMES):
+        parser.error(f"--regimes: not one of {REGIMES}: {sorted(set(regimes) - set(REGIMES))}")
+    return regimes
 
 
 def regime_cases() -> list[tuple[str, str, dict]]:
@@ -72,7 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", type=int, default=15, help="input sets per batch (the leaderboard's 15)")
     parser.add_argument("--seconds", type=float, default=4.0, help="time limit per contender and case")
+    add_regimes_option(parser)
     args = parser.parse_args()
+    regimes = chosen_regimes(parser, args.regimes)
     if not torch.cuda.is_available():
         sys.exit("bench/regimes.py needs a CUDA GPU")
     bandwidth, flops = measure_ceilings()
@@ -80,7 +95,7 @@ def main() -> None:
     contenders = [("ours", submission.custom_kernel, lambda d: d), ("cuBLAS", cublas_only, lambda d: predequantized(on_gpu_scales(d)))]
     fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else v  # noqa: E731 (a time, or why there is none)
     rows = []
-    for regime, label, case in regime_cases():
+    for regime, label, case in [c for c in regime_cases() if c[0] in regimes]:
         floor = floor_us(regime, case, bandwidth, flops)
         times = {name: time_contender(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
@@ -91,7 +106,7 @@ def main() -> None:
     for regime, label, floor, ours, cublas, flop in rows:
         tflops = f"{flop / ours / 1e6:.0f}" if isinstance(ours, float) else "n/a"
         print(f"| {regime} | {label} | {floor:.2f} | {fmt(ours)} | {ratio(ours, floor)} | {fmt(cublas)} | {ratio(cublas, ours)} | {tflops} |")
-    for regime in ("few rows", "benchmark", "many rows"):
+    for regime in regimes:
         ours = [r[3] for r in rows if r[0] == regime]
         if all(isinstance(t, float) for t in ours):
             floors = [r[2] for r in rows if r[0] == regime]

@@ -33,3 +33,10 @@ def test_outside_the_few_rows_regime_the_larger_of_the_two_floors_holds():
     many = [args for regime, _, args in regime_cases() if regime == "many rows"][0]
     assert floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S) == 1e6 * case_flop(many["m"], many["n"], many["k"]) / FLOP_PER_S
     assert floor_us("few rows", many, BYTES_PER_S, FLOP_PER_S) < floor_us("many rows", many, BYTES_PER_S, FLOP_PER_S)
+
+
+def test_an_unknown_regime_is_refused_before_anything_is_timed():
+    import subprocess
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "regimes.py"), "--regimes", "many rows,decode"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
