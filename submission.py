@@ -1217,12 +1217,20 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
+  // Stages in flight while the ring first fills (kRampStages): a stage past them is issued once the
+  // stage this many before it has landed. When every CTA asks for its whole ring at once (13 MB for
+  // few rows, after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first
+  // one lands with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a
+  // ramp of 4); the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4
+  // or 6; 2 starves them (docs/PERF.md).
   static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
   static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
   static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
+  static_assert(kRampStages >= 1 && kRampStages <= kStages, "the ramp's first stages are issued without a wait");
   static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
   static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
                 "the consumers' registers come from the producers'");
@@ -1455,14 +1463,14 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   auto load_a = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full) {  // the prepass's fp16 rows
     tma_load_2d(stage + P::kStageA, t.tmap_a, kb * kBlockK, t.a_row, full, keep);
   };
-  // The list form's first stages ask for their B rows and scales before the wait for the prepass,
-  // so that DRAM's latency for them overlaps the prepass's tail; their A rows follow the wait. (The
-  // MoE forms' walker read the schedule after the wait, at the kernel's start.)
+  // The list form's first stages (those of the ramp) ask for their B rows and scales before the wait
+  // for the prepass, so that DRAM's latency for them overlaps the prepass's tail; their A rows follow
+  // the wait. (The MoE forms' walker read the schedule after the wait, at the kernel's start.)
   int early = 0;
   if constexpr (!Tiles::kReadsEarlierGrids) {
     if (tiles.count() > 0) {
       const TileLoads t = loads_of<kShape>(tiles.job(0));
-      early = min(kStages, t.k_blocks);
+      early = min(P::kRampStages, t.k_blocks);
       for (int kb = p; kb < early; kb += kProducers) {  // each stage's first use: free, no wait
         const uint32_t stage = stages + kb * P::kStageBytes;
         mbar_arrive_expect_tx(bars.full(kb), t.bytes);
@@ -1483,6 +1491,8 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
         load_a(t, kb, stage, full);
         continue;
       }
+      if constexpr (P::kRampStages < kStages)  // the ring's first round: its first phase of stage iter - kRampStages
+        if (int(iter) >= P::kRampStages && int(iter) < kStages) mbar_wait_or_trap(bars.full(iter - P::kRampStages), 0);
       mbar_wait_or_trap(bars.empty(s), ((iter / kStages) & 1) ^ 1);
       mbar_arrive_expect_tx(full, t.bytes);
       load_b(t, kb, stage, full);
