@@ -62,7 +62,10 @@ class GpuTimer:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submission", default=str(ROOT / "submission.py"))
-    kernel = load(parser.parse_args().submission)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/host_overhead.py needs a CUDA GPU")
+    kernel = load(args.submission)
     gpu_us = GpuTimer()
     print(f"{'':<5} {'host time (us)':^35}  {'GPU time (us)':^35}", flush=True)
     print(f"{'case':<5} {'first':>11} {'second':>11} {'hit':>11}  {'first':>11} {'second':>11} {'hit':>11}  shape", flush=True)

@@ -10,6 +10,7 @@ the op's own cached graph). Every path is first checked against the reference on
 Then the host's part: the same plain op calls timed after a synchronize (what a caller outside a
 CUDA graph waits for), against submission.py's.
 """
+import argparse
 import sys
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def check(data_list, first_mismatch, run) -> None:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     if not torch.cuda.is_available():
         print("bench/library.py needs a CUDA GPU", file=sys.stderr)
         return 2

@@ -7,7 +7,10 @@ Each figure is the median of CUDA-event timings of single calls, each after the 
 call: the events time the GPU's work alone, as the leaderboard's flush does (the host's part is not
 in these figures). The list form gets the same experts as groups (those with rows), replayed from
 its plan's CUDA graph.
+
+    python bench/moe.py
 """
+import argparse
 import statistics
 import sys
 import time
@@ -86,6 +89,9 @@ def device_operands(experts: int, max_m: int, n: int, k: int):
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/moe.py needs a CUDA GPU")
     nvfp4.prepare()
     g = torch.Generator().manual_seed(5)
     rows = []

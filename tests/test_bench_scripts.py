@@ -1,0 +1,28 @@
+"""The bench/ scripts at the command line: each explains itself with --help, and on a machine
+without a GPU says what it needs instead of failing with a traceback."""
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+NEEDS_ARGUMENTS = {"kernels_ab.py"}  # refuses to run without its NAME=WHAT arguments (tests/test_kernels_ab.py)
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_bench_script_answers_help(script):
+    proc = run(script, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:"), proc.stderr[-400:]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU (it would run the benchmark)")
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s.name not in NEEDS_ARGUMENTS], ids=lambda p: p.name)
+def test_without_a_gpu_a_bench_script_says_what_it_needs(script):
+    proc = run(script)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "GPU" in proc.stderr, proc.stderr[-400:]
