@@ -8,7 +8,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from kernels_ab import revision_sources  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nvcc_build import sources  # noqa: E402
+from nvcc_build import source_tree, sources  # noqa: E402
 
 
 def run(*args):
@@ -29,5 +29,17 @@ def test_an_unknown_regime_is_refused():
 def test_a_revision_gives_every_file_of_its_csrc_and_the_working_tree_none():
     assert revision_sources(".") is None
     committed = revision_sources("HEAD")
-    assert set(committed) == set(sources())
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", "HEAD", "csrc"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert sorted(committed) == sorted(n.removeprefix("csrc/") for n in listed)
     assert "NVFP4_ARCH" in committed["arch.cuh"]
+
+
+def test_a_revision_is_built_from_its_own_files_only():
+    """A revision's csrc/ may have files the working tree's lacks, or lack some it has: its build
+    directory holds exactly the revision's files, none taken from the working tree."""
+    revision = {name: text for name, text in sources().items() if name != "timeline.cuh"}
+    revision["only_there.cuh"] = "#pragma once\n"
+    directory, _ = source_tree(None, tree=revision)
+    built = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
+    assert built == sorted(revision)

@@ -51,37 +51,43 @@ def replacing(*edits: tuple[str, str]) -> dict[str, str]:
     return changed
 
 
-def source_tree(overrides: dict[str, str] | None) -> tuple[Path, str]:
-    """(a csrc/ directory to compile, the digest of its text): csrc/ itself, or a copy with the overrides."""
-    texts = sources(overrides)
+def source_tree(overrides: dict[str, str] | None, tree: dict[str, str] | None = None) -> tuple[Path, str]:
+    """(a csrc/ directory to compile, the digest of its text): csrc/ itself, a copy with the overrides,
+    or a directory of exactly the files of `tree`."""
+    if tree is not None and overrides:
+        raise ValueError("a build takes overrides of csrc/ or a whole tree, not both")
+    texts = dict(sorted(tree.items())) if tree is not None else sources(overrides)
     digest = hashlib.sha1("".join(f"{name}\0{text}\0" for name, text in texts.items()).encode()).hexdigest()[:12]
-    if not overrides:
+    if tree is None and not overrides:
         return CSRC, digest
-    tree = BUILD / f"csrc_{digest}"
-    if not tree.exists():
+    directory = BUILD / f"csrc_{digest}"
+    if not directory.exists():
         staging = BUILD / f"csrc_{digest}.partial"
         shutil.rmtree(staging, ignore_errors=True)
         for name, text in texts.items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text)
-        staging.rename(tree)
-    return tree, digest
+        staging.rename(directory)
+    return directory, digest
 
 
 def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None,
-          toolkit: Toolkit | None = None, device_code: bool = True) -> tuple[Path, str]:
+          toolkit: Toolkit | None = None, device_code: bool = True, defines: tuple[str, ...] = (),
+          tree: dict[str, str] | None = None) -> tuple[Path, str]:
     """(path of the shared library, or of the object file without device_code; ptxas report) for
     NVFP4_ARCH=arch on nvcc target `target`.
 
     emulate_tcgen05: the sm_100a kernel with tcgen05 emulated, built for sm_90a. overrides: files of
     csrc/ replaced (the tests build deliberately broken variants; see replacing()). toolkit: a CUDA
     toolkit other than the machine's (tools/cuda_toolkits.py). device_code=False: an object file
-    with PTX only (no ptxas), enough to check the host code against the toolkit's API.
+    with PTX only (no ptxas), enough to check the host code against the toolkit's API. defines:
+    macros set on the command line (NAME=VALUE), e.g. NVFP4_TIMELINE=1 for bench/timeline.py. tree:
+    every file of the csrc/ to build instead of this one (a git revision's: bench/kernels_ab.py).
     """
     toolkit = toolkit or MACHINE_TOOLKIT
     target = target or ("90a" if emulate_tcgen05 else BUILD_TARGETS[arch])
-    tree, source_digest = source_tree(overrides)
-    flags = [*toolkit.flags, *nvcc_flags(arch, target, emulate_tcgen05)]
+    source_dir, source_digest = source_tree(overrides, tree)
+    flags = [*toolkit.flags, *nvcc_flags(arch, target, emulate_tcgen05), *(f"-D{d}" for d in defines)]
     if not device_code:
         flags = [f.replace(f"code=sm_{target}", f"code=compute_{target}") for f in flags]
     digest = hashlib.sha1((source_digest + " ".join(flags) + toolkit.nvcc).encode()).hexdigest()[:12]
@@ -91,7 +97,7 @@ def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, o
     log_path = BUILD / f"ptxas_{flavour}_{digest}.log"
     if not out.exists() or not log_path.exists():
         link = ["-shared", "-Xcompiler", "-fPIC"] if device_code else ["-c"]
-        log_path.write_text(_nvcc(toolkit.nvcc, [*link, "-Xptxas", "-v", *flags, str(tree / "nvfp4.cu")], out, f"sm_{target}"))
+        log_path.write_text(_nvcc(toolkit.nvcc, [*link, "-Xptxas", "-v", *flags, str(source_dir / "nvfp4.cu")], out, f"sm_{target}"))
     return out, log_path.read_text()
 
 
