@@ -10,7 +10,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab regimes moe-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab timeline regimes moe-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -78,6 +78,9 @@ k-block:  ## instructions per K block of the sm_90a kernels, from their SASS (nv
 kernels-ab: deps  ## KERNELS="main=HEAD~1 new=.": csrc/ of each git revision built with nvcc and timed in one process on the regimes' cases (an sm_90 GPU)
 	@test -n "$(KERNELS)" || { echo 'usage: make kernels-ab KERNELS="main=HEAD~1 new=." [AB_ARGS="--regimes benchmark"]'; exit 2; }
 	$(PYTHON) bench/kernels_ab.py $(KERNELS) $(AB_ARGS)
+
+timeline: deps  ## per-CTA timeline of the sm_90a GEMM (entry, first stage, K loops, stores) behind the flush; TIMELINE_ARGS="--cases 'E=8, 1-8'" (an sm_90 GPU)
+	$(PYTHON) bench/timeline.py $(TIMELINE_ARGS)
 
 regimes: deps  ## the kernel against its floors and cuBLAS: few rows per expert, the benchmark, many rows (a CUDA GPU)
 	$(PYTHON) bench/regimes.py

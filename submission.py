@@ -412,6 +412,36 @@ __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
 }
 }  // namespace nvfp4
 #line 7 "csrc/nvfp4.cu"
+#line 1 "csrc/timeline.cuh"
+
+// Per-CTA timeline marks, read by bench/timeline.py (make timeline): the globaltimer (ns, one clock
+// for every SM) at a few points of each CTA's run. Compiled in only when NVFP4_TIMELINE is 1, as in
+// that tool's build; every other build has no mark (tests/test_cuda_host.py reads its SASS).
+
+
+#ifndef NVFP4_TIMELINE
+#define NVFP4_TIMELINE 0
+#endif
+
+namespace nvfp4 {
+constexpr bool kTimeline = NVFP4_TIMELINE;
+constexpr int kTimelineCtas = 1024;  // CTAs with marks (blockIdx.x below this)
+// The marks: the CTA's entry; its first consumer thread seeing the first stage full; that thread
+// done with its last tile's K loop; and with its last tile's stores.
+enum TimelineMark { kCtaEntry, kFirstStageFull, kKLoopsEnd, kStoresEnd, kTimelineMarks };
+#if NVFP4_TIMELINE
+__device__ unsigned long long timeline[kTimelineCtas][kTimelineMarks];
+#endif
+
+__device__ __forceinline__ void timeline_mark(TimelineMark mark) {
+#if NVFP4_TIMELINE
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  if (blockIdx.x < kTimelineCtas) timeline[blockIdx.x][mark] = t;
+#endif
+}
+}  // namespace nvfp4
+#line 8 "csrc/nvfp4.cu"
 #line 1 "csrc/sm90/decode.cuh"
 
 
@@ -453,7 +483,7 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t x, uint32_t s) {
 }
 constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 }  // namespace nvfp4
-#line 8 "csrc/nvfp4.cu"
+#line 9 "csrc/nvfp4.cu"
 #line 1 "csrc/arch.cuh"
 
 // The kernel of the target architecture and its traits (nvfp4::Arch), which the host side uses.
@@ -729,6 +759,7 @@ template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
 #line 7 "csrc/arch.cuh"
 #if NVFP4_ARCH == 90
 #line 1 "csrc/sm90/kernel.cuh"
+
 
 
 
@@ -1161,7 +1192,7 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 8 "csrc/sm90/kernel.cuh"
+#line 9 "csrc/sm90/kernel.cuh"
 
 namespace nvfp4 {
 namespace sm90 {
@@ -1347,6 +1378,8 @@ struct Consumer {
     const int s = iter % P::kStages;
     const uint8_t* stage = smem + s * P::kStageBytes;
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
+    if constexpr (kTimeline)
+      if (iter == 0 && threadIdx.x == 128) timeline_mark(kFirstStageFull);
     load_b_fragments(frag[kBuf], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + half * kTileN * 32,
                      P::kStageSfb + half * 512, b_row, t);
     wgmma_fence();
@@ -1531,6 +1564,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
     keep_in_registers(acc);
+    if constexpr (kTimeline)
+      if (threadIdx.x == 128) timeline_mark(kKLoopsEnd);
     consumer.release_unreleased();
     // The list form reads the tile's figures for its stores again from the kernel's parameters, not
     // kept through the K loop: shape 1's consumers have 112 registers, one too few to keep them.
@@ -1543,6 +1578,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, m_rows = min(g.m_chunk_rows, g.m - m0);
     store_tile(acc, g, m0, m_rows, n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
+  if constexpr (kTimeline)
+    if (threadIdx.x == 128) timeline_mark(kStoresEnd);
 }
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
@@ -1556,6 +1593,8 @@ __global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(co
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers<P::kStages> bars{smem_u32(smem + P::kSmemBarriers)};
+  if constexpr (kTimeline)
+    if (threadIdx.x == 0) timeline_mark(kCtaEntry);
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbar_init(bars.full(s), 1);
@@ -2835,7 +2874,7 @@ struct Arch {
 }  // namespace nvfp4
 #line 11 "csrc/arch.cuh"
 #endif
-#line 9 "csrc/nvfp4.cu"
+#line 10 "csrc/nvfp4.cu"
 #line 1 "csrc/host/plan.cuh"
 
 #line 1 "csrc/host/queue_default.cuh"
@@ -3427,7 +3466,7 @@ bool instantiate_plan(Plan& plan, Status& st) {
 }
 }  // namespace host
 }  // namespace nvfp4
-#line 10 "csrc/nvfp4.cu"
+#line 11 "csrc/nvfp4.cu"
 #line 1 "csrc/host/experts.cuh"
 
 #line 1 "csrc/quantize.cuh"
@@ -3718,7 +3757,7 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
 }
 }  // namespace host
 }  // namespace nvfp4
-#line 11 "csrc/nvfp4.cu"
+#line 12 "csrc/nvfp4.cu"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
@@ -3823,6 +3862,10 @@ int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int
 // ---- inspection, for tests and the dry run
 int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
+#if NVFP4_TIMELINE
+// bench/timeline.py's build: the marks (timeline.cuh) of the last kernels run, kTimelineCtas x kTimelineMarks.
+int nvfp4_read_timeline(unsigned long long* out) { return int(cudaMemcpyFromSymbol(out, nvfp4::timeline, sizeof nvfp4::timeline)); }
+#endif
 // The emulated tensor core's delays (drawn from seed, at most max_delay_ns) and mode (an even seed
 // lazy, an odd one eager); a CUDA error code, or -1 in a build without the emulation.
 int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {

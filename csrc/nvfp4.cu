@@ -4,6 +4,7 @@
 #include "prelude.cuh"
 #include "launch_params.cuh"
 #include "ptx.cuh"
+#include "timeline.cuh"
 #include "sm90/decode.cuh"
 #include "arch.cuh"
 #include "host/plan.cuh"
@@ -112,6 +113,10 @@ int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int
 // ---- inspection, for tests and the dry run
 int nvfp4_arch() { return NVFP4_ARCH; }
 int nvfp4_tcgen05_emulated() { return NVFP4_TCGEN05_EMULATION; }
+#if NVFP4_TIMELINE
+// bench/timeline.py's build: the marks (timeline.cuh) of the last kernels run, kTimelineCtas x kTimelineMarks.
+int nvfp4_read_timeline(unsigned long long* out) { return int(cudaMemcpyFromSymbol(out, nvfp4::timeline, sizeof nvfp4::timeline)); }
+#endif
 // The emulated tensor core's delays (drawn from seed, at most max_delay_ns) and mode (an even seed
 // lazy, an odd one eager); a CUDA error code, or -1 in a build without the emulation.
 int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {

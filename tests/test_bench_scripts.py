@@ -26,3 +26,8 @@ def test_every_bench_script_answers_help(script):
 def test_without_a_gpu_a_bench_script_says_what_it_needs(script):
     proc = run(script)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "GPU" in proc.stderr, proc.stderr[-400:]
+
+
+def test_the_timeline_refuses_cases_that_match_no_case_before_building():
+    proc = run(ROOT / "bench" / "timeline.py", "--cases", "E=8, 1-8;decode")
+    assert proc.returncode == 2 and "['decode'] match no case" in proc.stderr

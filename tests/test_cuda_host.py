@@ -376,6 +376,27 @@ def test_sm90_k_block_stays_within_its_instruction_budget():
     assert {key: n for key, n in counts.items() if n > budget[key[0]]} == {}
 
 
+def test_timeline_marks_are_compiled_into_the_timeline_build_only():
+    """bench/timeline.py's marks (csrc/timeline.cuh) read the globaltimer in every sm_90a GEMM kernel of
+    the NVFP4_TIMELINE=1 build, which alone has their reader; the production build has neither."""
+    from k_block_sass import cuobjdump, functions
+    from nvcc_build import build
+
+    try:
+        cuobjdump()
+    except RuntimeError as e:  # none on this machine and the registry out of reach
+        pytest.skip(str(e))
+
+    def timer_reads(library):
+        return {name: sum("GLOBALTIMER" in i for i in body) for name, body in functions(library).items() if "grouped_gemm" in name}
+
+    production, timeline = build(90)[0], build(90, defines=("NVFP4_TIMELINE=1",))[0]
+    assert len(timer_reads(production)) == 24 and not any(timer_reads(production).values())
+    assert len(timer_reads(timeline)) == 24 and all(timer_reads(timeline).values())
+    assert not hasattr(ctypes.CDLL(str(production)), "nvfp4_read_timeline")
+    assert hasattr(ctypes.CDLL(str(timeline)), "nvfp4_read_timeline")
+
+
 def test_sm90_gemm_kernels_start_with_the_registers_their_setmaxnreg_counts_assume():
     """sm90::Pipeline's setmaxnreg counts move registers from the producer warpgroup to the consumers,
     assuming the CTA starts with 65536 / threads a thread rounded down to 8: 168 for shape 0 (384

@@ -3,6 +3,7 @@
 #include "../launch_params.cuh"
 #include "../experts.cuh"
 #include "../ptx.cuh"
+#include "../timeline.cuh"
 #include "decode.cuh"
 #include "wgmma.cuh"
 
@@ -190,6 +191,8 @@ struct Consumer {
     const int s = iter % P::kStages;
     const uint8_t* stage = smem + s * P::kStageBytes;
     mbar_wait(bars.full(s), (iter / P::kStages) & 1);
+    if constexpr (kTimeline)
+      if (iter == 0 && threadIdx.x == 128) timeline_mark(kFirstStageFull);
     load_b_fragments(frag[kBuf], stage, reinterpret_cast<const uint32_t*>(smem + P::kSmemScaleTable), P::kStageB + half * kTileN * 32,
                      P::kStageSfb + half * 512, b_row, t);
     wgmma_fence();
@@ -374,6 +377,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     if (kb < k_blocks) consumer.template k_block<0>(acc, frag, n8, kb == 0);
     wgmma_wait<0>();
     keep_in_registers(acc);
+    if constexpr (kTimeline)
+      if (threadIdx.x == 128) timeline_mark(kKLoopsEnd);
     consumer.release_unreleased();
     // The list form reads the tile's figures for its stores again from the kernel's parameters, not
     // kept through the K loop: shape 1's consumers have 112 registers, one too few to keep them.
@@ -386,6 +391,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, m_rows = min(g.m_chunk_rows, g.m - m0);
     store_tile(acc, g, m0, m_rows, n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
+  if constexpr (kTimeline)
+    if (threadIdx.x == 128) timeline_mark(kStoresEnd);
 }
 
 // kFixedN8 > 0: every tile of the launch is issued with wgmma N = 8 * kFixedN8 (its A box has that
@@ -399,6 +406,8 @@ __global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(co
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   const Barriers<P::kStages> bars{smem_u32(smem + P::kSmemBarriers)};
+  if constexpr (kTimeline)
+    if (threadIdx.x == 0) timeline_mark(kCtaEntry);
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbar_init(bars.full(s), 1);
