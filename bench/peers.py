@@ -97,8 +97,9 @@ CONTENDERS = [
 ]
 
 
-def time_contender(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, max_time_ns: float = 10e9) -> float | str:
-    """Mean us per call of fn over `sets` input sets, timed as the leaderboard times; or why not."""
+def contender_stats(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, max_time_ns: float = 10e9) -> Stats | str:
+    """The repeats' statistics of fn over `sets` input sets (ns per call), timed as the leaderboard
+    times; or why there are none."""
     args = dict(args)
     data = []
     for _ in range(sets):
@@ -106,9 +107,14 @@ def time_contender(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, 
         data.append(prepare(generate_input(**args)))
     try:
         fn(clone_data(data[0]))  # warm-up (JIT build, cuBLAS handles)
-        result = time_calls(fn, data, 100, max_time_ns, flush=leaderboard_flush())  # GPU time, as the leaderboard times
+        return time_calls(fn, data, 100, max_time_ns, flush=leaderboard_flush())  # GPU time, as the leaderboard times
     except (RuntimeError, TypeError, ValueError) as e:
         return f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
+
+
+def time_contender(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, max_time_ns: float = 10e9) -> float | str:
+    """Mean us per call of fn over `sets` input sets, timed as the leaderboard times; or why not."""
+    result = contender_stats(fn, prepare, args, sets, max_time_ns)
     return result.mean / 1e3 if isinstance(result, Stats) else result
 
 

@@ -25,7 +25,8 @@ import submission  # noqa: E402
 from harness import floors  # noqa: E402
 from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
-from peers import cublas_only, measure_ceilings, on_gpu_scales, predequantized, time_contender  # noqa: E402
+from harness.runners import Stats  # noqa: E402
+from peers import contender_stats, cublas_only, measure_ceilings, on_gpu_scales, predequantized  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,6 +82,11 @@ def floor_us(regime: str, args: dict, bytes_per_s: float, flop_per_s: float) -> 
     return floors.floor_us(measured, *zip(*active))
 
 
+def spread(stats: Stats | str) -> str:
+    """The repeats behind a mean: how many, the best and the worst (a slow repeat or a slow run shows)."""
+    return f" ({stats.runs} repeats, {stats.best / 1e3:.2f}-{stats.worst / 1e3:.2f})" if isinstance(stats, Stats) else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", type=int, default=15, help="input sets per batch (the leaderboard's 15)")
@@ -97,9 +103,11 @@ def main() -> None:
     rows = []
     for regime, label, case in [c for c in regime_cases() if c[0] in regimes]:
         floor = floor_us(regime, case, bandwidth, flops)
-        times = {name: time_contender(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
+        stats = {name: contender_stats(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
+        times = {name: s.mean / 1e3 if isinstance(s, Stats) else s for name, s in stats.items()}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
-        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}  cuBLAS {fmt(times['cuBLAS'])}", flush=True)
+        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}{spread(stats['ours'])}  cuBLAS {fmt(times['cuBLAS'])}",
+              flush=True)
     ratio = lambda a, b: f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else "n/a"  # noqa: E731
     print("\n| regime | case | floor us | ours us | x floor | cuBLAS us | cuBLAS / ours | ours TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")

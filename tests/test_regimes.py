@@ -40,3 +40,11 @@ def test_an_unknown_regime_is_refused_before_anything_is_timed():
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "regimes.py"), "--regimes", "many rows,decode"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
+
+
+def test_a_progress_line_shows_the_repeats_behind_a_mean():
+    from harness.runners import Stats
+    from regimes import spread
+
+    assert spread(Stats(runs=7, mean=160e3, std=1e3, err=4e2, best=158.3e3, worst=191.1e3)) == " (7 repeats, 158.30-191.10)"
+    assert spread("n/a (RuntimeError: no kernel)") == ""
