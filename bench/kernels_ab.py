@@ -14,7 +14,6 @@ round: two kernels compared in one run, on one machine, on the same inputs.
 """
 import argparse
 import ctypes
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,23 +24,11 @@ import torch  # noqa: E402
 from regimes import add_regimes_option, chosen_regimes, regime_cases  # noqa: E402
 
 
-def revision_sources(revision: str) -> dict[str, str] | None:
-    """The text of every file of csrc/ at a git revision, by its path there (None: the working tree),
-    whatever files the working tree's csrc/ has."""
-    if revision == ".":
-        return None
-    git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout  # noqa: E731
-    names = [n.removeprefix("csrc/") for n in git("ls-tree", "-r", "--name-only", revision, "csrc").split()]
-    if not names:
-        raise SystemExit(f"{revision} has no csrc/")
-    return {name: git("show", f"{revision}:csrc/{name}") for name in names}
-
-
 def library_of(what: str) -> Path:
     """The library for NAME=WHAT: WHAT itself if it is a file, else the build of revision WHAT's csrc/."""
     if Path(what).is_file():
         return Path(what)
-    from nvcc_build import build
+    from nvcc_build import build, revision_sources
 
     return build(90, tree=revision_sources(what))[0]
 

@@ -76,8 +76,7 @@ def main() -> None:
 
     import nvfp4
     from harness.runners import clone_data, leaderboard_flush
-    from kernels_ab import revision_sources
-    from nvcc_build import build
+    from nvcc_build import build, revision_sources
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath

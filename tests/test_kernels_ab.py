@@ -5,10 +5,8 @@ import sys
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-from kernels_ab import revision_sources  # noqa: E402
-
 sys.path.insert(0, str(ROOT / "tools"))
-from nvcc_build import source_tree, sources  # noqa: E402
+from nvcc_build import revision_sources, source_tree, sources  # noqa: E402
 
 
 def run(*args):
@@ -43,3 +41,10 @@ def test_a_revision_is_built_from_its_own_files_only():
     directory, _ = source_tree(None, tree=revision)
     built = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
     assert built == sorted(revision)
+
+
+def test_a_name_that_is_no_revision_is_refused_with_a_message():
+    import pytest
+
+    with pytest.raises(SystemExit, match="nonesuch123: not a revision"):
+        revision_sources("nonesuch123")

@@ -51,6 +51,23 @@ def replacing(*edits: tuple[str, str]) -> dict[str, str]:
     return changed
 
 
+def revision_sources(revision: str) -> dict[str, str] | None:
+    """The text of every file of csrc/ at a git revision, by its path there (None: the working tree),
+    whatever files the working tree's csrc/ has."""
+    if revision == ".":
+        return None
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"{revision}: not a revision of this repository's git history ({proc.stderr.strip()[:200]})")
+        return proc.stdout
+
+    names = [n.removeprefix("csrc/") for n in git("ls-tree", "-r", "--name-only", revision, "csrc").split()]
+    if not names:
+        raise SystemExit(f"{revision} has no csrc/")
+    return {name: git("show", f"{revision}:csrc/{name}") for name in names}
+
+
 def source_tree(overrides: dict[str, str] | None, tree: dict[str, str] | None = None) -> tuple[Path, str]:
     """(a csrc/ directory to compile, the digest of its text): csrc/ itself, a copy with the overrides,
     or a directory of exactly the files of `tree`."""
