@@ -31,3 +31,17 @@ def test_without_a_gpu_a_bench_script_says_what_it_needs(script):
 def test_the_timeline_refuses_cases_that_match_no_case_before_building():
     proc = run(ROOT / "bench" / "timeline.py", "--cases", "E=8, 1-8;decode")
     assert proc.returncode == 2 and "['decode'] match no case" in proc.stderr
+
+
+def test_the_timeline_reads_one_calls_ctas_from_the_first_entry():
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from timeline import call_marks
+
+    marks = np.zeros((1024, 4), dtype=np.uint64)
+    marks[:2] = [[1000, 4000, 9000, 9500], [1500, 4200, 8000, 8200]]  # an earlier call's CTAs
+    marks[2:4] = [[20000, 23000, 50000, 50400], [20500, 24000, 52000, 52100]]
+    np.testing.assert_allclose(call_marks(marks, after=9999), [[0, 3, 30, 30.4], [0.5, 4, 32, 32.1]])
+    with pytest.raises(SystemExit, match="no CTA left marks"):
+        call_marks(marks, after=20500)
