@@ -1248,13 +1248,13 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  // Stages in flight while the ring first fills (kRampStages): a stage past them is issued once the
-  // stage this many before it has landed. When every CTA asks for its whole ring at once (13 MB for
-  // few rows, after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first
-  // one lands with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a
-  // ramp of 4); the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4
-  // or 6; 2 starves them (docs/PERF.md).
   static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  // Stages in flight while the ring first fills: a stage past them is issued once the stage this
+  // many before it has landed. When every CTA asks for its whole ring at once (13 MB for few rows,
+  // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
+  // with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a ramp of 4);
+  // the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4 or 6; 2
+  // starves them (docs/PERF.md).
   static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
   static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
