@@ -76,7 +76,7 @@ k-block:  ## instructions per K block of the sm_90a kernels, from their SASS (nv
 	$(PYTHON) tools/k_block_sass.py
 
 kernels-ab: deps  ## KERNELS="main=HEAD~1 new=.": csrc/ of each git revision built with nvcc and timed in one process on the regimes' cases (an sm_90 GPU)
-	@test -n "$(KERNELS)" || { echo 'usage: make kernels-ab KERNELS="main=HEAD~1 new=." [AB_ARGS="--regimes benchmark"]'; exit 2; }
+	@test -n "$(KERNELS)" || { echo 'usage: make kernels-ab KERNELS="main=HEAD~1 new=." [AB_ARGS="--regimes benchmark --floors"]'; exit 2; }
 	$(PYTHON) bench/kernels_ab.py $(KERNELS) $(AB_ARGS)
 
 timeline: deps  ## per-CTA timeline of the sm_90a GEMM (entry, first stage, K loops, stores) behind the flush; TIMELINE_ARGS="--cases 'E=8, 1-8'" (an sm_90 GPU)

@@ -10,7 +10,8 @@ Every case is first checked against the reference on a fresh input (outputs pois
 the many-rows case, whose reference is slow), then each library is timed in turn, as
 bench/peers.py times a contender (GPU time behind the leaderboard's flush, 15 input sets), for
 `rounds` rounds. Prints a line per case as it goes, then each regime's geometric mean of the best
-round: two kernels compared in one run, on one machine, on the same inputs.
+round (with --floors, also over bench/regimes.py's floors, from rates measured first): two kernels
+compared in one run, on one machine, on the same inputs.
 """
 import argparse
 import ctypes
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tools")]
 
 import torch  # noqa: E402
-from regimes import add_regimes_option, chosen_regimes, regime_cases  # noqa: E402
+from regimes import add_regimes_option, chosen_regimes, floor_us, regime_cases  # noqa: E402
 
 
 def library_of(what: str) -> Path:
@@ -33,12 +34,24 @@ def library_of(what: str) -> Path:
     return build(90, tree=revision_sources(what))[0]
 
 
+def regime_summary(times: list, floors: list[float] | None) -> str:
+    """A library's geometric mean over a regime's cases (us), and over their floors when given; n/a
+    when a case has no time."""
+    from harness.floors import geomean
+
+    if not all(isinstance(t, float) for t in times):
+        return "n/a"
+    return f"{geomean(times):.2f}" + (f" ({geomean([t / f for t, f in zip(times, floors)]):.3f}x the floor)" if floors else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="+", metavar="NAME=WHAT", help="a git revision (. for the working tree) or a library")
     add_regimes_option(parser)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=2.0, help="time limit per library, case and round")
+    parser.add_argument("--floors", action="store_true", help="also each regime's geomean over its floors (bench/regimes.py's, "
+                        "from a copy and a matmul measured first)")
     args = parser.parse_args()
     pairs = [k.split("=", 1) for k in args.kernels]
     if any(len(p) != 2 for p in pairs) or len({name for name, _ in pairs}) != len(pairs):
@@ -48,14 +61,16 @@ def main() -> None:
         sys.exit("bench/kernels_ab.py builds and times the sm_90a kernels: it needs an sm_90 GPU")
 
     import nvfp4
-    from harness.floors import geomean
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath
-    from peers import clone_data, time_contender
+    from peers import clone_data, measure_ceilings, time_contender
     from reference import check_implementation, generate_input
 
     device = torch.device("cuda", torch.cuda.current_device())
+    rates = measure_ceilings() if args.floors else None
+    if rates:
+        print(f"copy {rates[0] / 1e9:.0f} GB/s, bf16 matmul {rates[1] / 1e12:.0f} TFLOP/s (the floors' rates)", flush=True)
     paths = {}
     for name, what in pairs:
         lib = library_of(what)
@@ -80,10 +95,11 @@ def main() -> None:
                 times.setdefault((label, name), []).append(time_contender(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9))
         print(f"{label:40}" + "".join(f"  {name} " + " / ".join(map(fmt, times[(label, name)])) for name in paths), flush=True)
     for regime in regimes:
-        labels = [label for r, label, _ in cases if r == regime]
-        best = {name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label in labels] for name in paths}
-        print(f"{regime}: geomean of the best round, us: " + "  ".join(
-            f"{name} {geomean(b):.2f}" if all(isinstance(t, float) for t in b) else f"{name} n/a" for name, b in best.items()))
+        chosen = [(label, case) for r, label, case in cases if r == regime]
+        floors = [floor_us(regime, case, *rates) for _, case in chosen] if rates else None
+        best = {name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label, _ in chosen]
+                for name in paths}
+        print(f"{regime}: geomean of the best round, us: " + "  ".join(f"{name} {regime_summary(b, floors)}" for name, b in best.items()))
 
 
 if __name__ == "__main__":

@@ -48,3 +48,11 @@ def test_a_name_that_is_no_revision_is_refused_with_a_message():
 
     with pytest.raises(SystemExit, match="nonesuch123: not a revision"):
         revision_sources("nonesuch123")
+
+
+def test_a_regimes_summary_gives_the_geomean_and_over_the_floors_when_measured():
+    from kernels_ab import regime_summary
+
+    assert regime_summary([40.0, 90.0], None) == "60.00"
+    assert regime_summary([40.0, 90.0], [20.0, 60.0]) == "60.00 (1.732x the floor)"
+    assert regime_summary([40.0, "n/a (RuntimeError)"], [20.0, 60.0]) == "n/a"
