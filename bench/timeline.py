@@ -50,20 +50,6 @@ def call_marks(marks: np.ndarray, after: int) -> np.ndarray:
     return (fresh - fresh[:, 0].min()) / 1e3
 
 
-def costlier_than_production(ptxas: str) -> list[str]:
-    """What the marks cost a kernel of the timeline build in ptxas's report: spills, stack frames,
-    serialized wgmma (none of which the production build has: make check-cuda)."""
-    from check_cuda import PROPERTIES, WGMMA_SERIALIZED
-
-    notes, kernel = [], None
-    for line in ptxas.splitlines():
-        if "Compiling entry function" in line:
-            kernel = line.split("'")[1]
-        elif (m := PROPERTIES.search(line)) and any(int(x) for x in m.groups()):
-            notes.append(f"{kernel}: {m.group(0)}")
-    return notes + [m.group(0) for m in WGMMA_SERIALIZED.finditer(ptxas)]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--revision", default=".", help="a git revision whose csrc/ to build (. for the working tree)")
@@ -77,6 +63,7 @@ def main() -> None:
         sys.exit("bench/timeline.py builds and runs the sm_90a kernels: it needs an sm_90 GPU")
 
     import nvfp4
+    from check_cuda import ptxas_problems
     from harness.runners import leaderboard_flush
     from nvcc_build import build, revision_sources
     from nvfp4 import dispatch
@@ -85,7 +72,7 @@ def main() -> None:
     from reference import generate_input
 
     library, ptxas = build(90, tree=revision_sources(args.revision), defines=("NVFP4_TIMELINE=1",))
-    for note in costlier_than_production(ptxas):
+    for note in ptxas_problems(ptxas):  # none in the production build (make check-cuda)
         print(f"note: {note}: its times may differ a little from the production build's", flush=True)
     raw = ctypes.CDLL(str(library))
     if not hasattr(raw, "nvfp4_read_timeline"):

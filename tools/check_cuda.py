@@ -26,6 +26,18 @@ PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d
 WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")
 
 
+def ptxas_problems(log: str) -> list[str]:
+    """What a ptxas report (-v) says costs its kernels: a stack frame or spills (named by kernel), and
+    serialized wgmma."""
+    problems, kernel = [], None
+    for line in log.splitlines():
+        if "Compiling entry function" in line:
+            kernel = line.split("'")[1]
+        elif (m := PROPERTIES.search(line)) and any(int(x) for x in m.groups()):
+            problems.append(f"{kernel}: {m.group(0)}")
+    return problems + [f"ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
+
+
 def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
     target = BUILD_TARGETS[arch]
     name = f"sm_{target}" + (f" (CUDA {toolkit.version})" if toolkit.version else "")
@@ -33,16 +45,13 @@ def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
         _, log = build(arch, toolkit=toolkit)
     except RuntimeError as e:
         return [f"{name}: {e}"]
-    reports = PROPERTIES.findall(log)
-    problems = [] if reports else [f"{name}: ptxas reported no kernel"]
-    for stack, spill_st, spill_ld in reports:
-        if int(stack) or int(spill_st) or int(spill_ld):
-            problems.append(f"{name}: {stack} bytes stack frame, {spill_st} bytes spill stores, {spill_ld} bytes spill loads")
-    serialized = [f"{name}: ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
+    kernels = len(PROPERTIES.findall(log))
+    found = ptxas_problems(log)
+    spills = [p for p in found if not p.startswith("ptxas ")]
     registers = ", ".join(re.findall(r"Used (\d+) registers", log))
-    print(f"{name}: {len(reports)} kernel(s), registers {registers}; stack frames and spills: "
-          f"{'FOUND' if problems else 'none'}; serialized wgmma: {'FOUND' if serialized else 'none'}", flush=True)
-    return problems + serialized
+    print(f"{name}: {kernels} kernel(s), registers {registers}; stack frames and spills: "
+          f"{'FOUND' if spills else 'none'}; serialized wgmma: {'FOUND' if len(found) > len(spills) else 'none'}", flush=True)
+    return ([] if kernels else [f"{name}: ptxas reported no kernel"]) + [f"{name}: {p}" for p in found]
 
 
 def check_headers_only(arch: int, toolkit: Toolkit) -> list[str]:
