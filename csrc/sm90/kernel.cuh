@@ -242,6 +242,9 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
   }
 }
 
+// The A rows of a tile (its group's last chunk may have fewer than the others).
+__device__ __forceinline__ int tile_rows(const TileJob& job) { return min(job.g.m_chunk_rows, job.g.m - job.m_chunk * job.g.m_chunk_rows); }
+
 // The halves of a tile of the shape that hold rows of B (the last tile of a group may have one).
 template <int kShape>
 __device__ __forceinline__ int tile_halves(const TileJob& job) {
@@ -367,7 +370,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
   uint32_t frag[2][4][4];
   for (int i = 0; i < tiles.count(); ++i) {
     const TileJob first_read = tiles.job(i);
-    const int n8 = kFixedN8 > 0 ? kFixedN8 : (min(first_read.g.m_chunk_rows, first_read.g.m - first_read.m_chunk * first_read.g.m_chunk_rows) + 7) / 8;
+    const int n8 = kFixedN8 > 0 ? kFixedN8 : (tile_rows(first_read) + 7) / 8;
     const int k_blocks = first_read.g.k / kBlockK;
     int kb = 0;
     for (; kb + 1 < k_blocks; kb += 2) {
@@ -388,8 +391,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     if constexpr (!Tiles::kReadsEarlierGrids) asm volatile("" : "+r"(again));
     const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
-    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows, m_rows = min(g.m_chunk_rows, g.m - m0);
-    store_tile(acc, g, m0, m_rows, n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows;
+    store_tile(acc, g, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
   if constexpr (kTimeline)
     if (threadIdx.x == 128) timeline_mark(kStoresEnd);
