@@ -64,7 +64,8 @@ def main() -> None:
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath
-    from peers import clone_data, measure_ceilings, time_contender
+    from harness.runners import Stats
+    from peers import STALL_NOTE, clone_data, contender_stats, measure_ceilings, stalled
     from reference import check_implementation, generate_input
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -77,7 +78,7 @@ def main() -> None:
         print(f"{name}: {what} -> {lib.name}", flush=True)
         paths[name] = KernelPath(bind_library(ctypes.CDLL(str(lib))), device)
     fmt = lambda t: f"{t:.2f}" if isinstance(t, float) else t  # noqa: E731 (a time, or why there is none)
-    times = {}
+    times, marks = {}, {}  # per (case, library): each round's mean (us), and "!" where a repeat stalled
     cases = [c for c in regime_cases() if c[0] in regimes]
     for regime, label, case in cases:
         for name, path in paths.items():
@@ -92,14 +93,19 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, path in paths.items():
                 dispatch._paths[device] = path
-                times.setdefault((label, name), []).append(time_contender(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9))
-        print(f"{label:40}" + "".join(f"  {name} " + " / ".join(map(fmt, times[(label, name)])) for name in paths), flush=True)
+                stats = contender_stats(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9)
+                times.setdefault((label, name), []).append(stats.mean / 1e3 if isinstance(stats, Stats) else stats)
+                marks.setdefault((label, name), []).append("!" if stalled(stats) else "")
+        print(f"{label:40}" + "".join(f"  {name} " + " / ".join(fmt(t) + m for t, m in zip(times[(label, name)], marks[(label, name)]))
+                                      for name in paths), flush=True)
     for regime in regimes:
         chosen = [(label, case) for r, label, case in cases if r == regime]
         floors = [floor_us(regime, case, *rates) for _, case in chosen] if rates else None
         best = {name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label, _ in chosen]
                 for name in paths}
         print(f"{regime}: geomean of the best round, us: " + "  ".join(f"{name} {regime_summary(b, floors)}" for name, b in best.items()))
+    if any("!" in m for m in marks.values()):
+        print(STALL_NOTE)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,17 @@ def contender_stats(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK,
         return f"n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
 
 
+# A repeat over this many times the best one: the GPU stalled inside it, once in a few runs, for
+# milliseconds (docs/PERF.md section 30); the mean it is in reads high.
+STALLED_REPEAT = 3.0
+STALL_NOTE = "!: a repeat behind this mean ran over 3x the best one (a GPU stall in the run, docs/PERF.md section 30): the mean reads high"
+
+
+def stalled(stats: Stats | str) -> bool:
+    """Whether a repeat behind these statistics stalled (STALLED_REPEAT)."""
+    return isinstance(stats, Stats) and stats.worst > STALLED_REPEAT * stats.best
+
+
 def time_contender(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, max_time_ns: float = 10e9) -> float | str:
     """Mean us per call of fn over `sets` input sets, timed as the leaderboard times; or why not."""
     result = contender_stats(fn, prepare, args, sets, max_time_ns)

@@ -26,7 +26,7 @@ from harness import floors  # noqa: E402
 from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
 from harness.runners import Stats  # noqa: E402
-from peers import contender_stats, cublas_only, measure_ceilings, on_gpu_scales, predequantized  # noqa: E402
+from peers import STALL_NOTE, contender_stats, cublas_only, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,8 +83,10 @@ def floor_us(regime: str, args: dict, bytes_per_s: float, flop_per_s: float) -> 
 
 
 def spread(stats: Stats | str) -> str:
-    """The repeats behind a mean: how many, the best and the worst (a slow repeat or a slow run shows)."""
-    return f" ({stats.runs} repeats, {stats.best / 1e3:.2f}-{stats.worst / 1e3:.2f})" if isinstance(stats, Stats) else ""
+    """The repeats behind a mean: how many, the best and the worst, and ! when one stalled (peers.stalled)."""
+    if not isinstance(stats, Stats):
+        return ""
+    return f" ({stats.runs} repeats, {stats.best / 1e3:.2f}-{stats.worst / 1e3:.2f}){' !' if stalled(stats) else ''}"
 
 
 def main() -> None:
@@ -100,10 +102,11 @@ def main() -> None:
     print(f"{torch.cuda.get_device_name()}: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s", flush=True)
     contenders = [("ours", submission.custom_kernel, lambda d: d), ("cuBLAS", cublas_only, lambda d: predequantized(on_gpu_scales(d)))]
     fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else v  # noqa: E731 (a time, or why there is none)
-    rows = []
+    rows, stalls = [], False
     for regime, label, case in [c for c in regime_cases() if c[0] in regimes]:
         floor = floor_us(regime, case, bandwidth, flops)
         stats = {name: contender_stats(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
+        stalls |= stalled(stats["ours"])
         times = {name: s.mean / 1e3 if isinstance(s, Stats) else s for name, s in stats.items()}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
         print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}{spread(stats['ours'])}  cuBLAS {fmt(times['cuBLAS'])}",
@@ -119,6 +122,8 @@ def main() -> None:
         if all(isinstance(t, float) for t in ours):
             floors = [r[2] for r in rows if r[0] == regime]
             print(f"{regime}: geomean {geomean(ours):.2f} us, {geomean(o / f for o, f in zip(ours, floors)):.2f}x the floor")
+    if stalls:
+        print(STALL_NOTE)
 
 
 if __name__ == "__main__":

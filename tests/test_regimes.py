@@ -48,3 +48,14 @@ def test_a_progress_line_shows_the_repeats_behind_a_mean():
 
     assert spread(Stats(runs=7, mean=160e3, std=1e3, err=4e2, best=158.3e3, worst=191.1e3)) == " (7 repeats, 158.30-191.10)"
     assert spread("n/a (RuntimeError: no kernel)") == ""
+
+
+def test_a_repeat_over_three_times_the_best_is_marked_as_a_stall():
+    from harness.runners import Stats
+    from peers import stalled
+    from regimes import spread
+
+    slow = Stats(runs=100, mean=234.25e3, std=5e5, err=5e4, best=180.25e3, worst=5428.19e3)  # PERF.md section 30
+    assert stalled(slow) and spread(slow) == " (100 repeats, 180.25-5428.19) !"
+    assert not stalled(Stats(runs=26, mean=182.1e3, std=1e3, err=2e2, best=181.09e3, worst=185.01e3))
+    assert not stalled("n/a (RuntimeError: no kernel)")
