@@ -64,8 +64,7 @@ def main() -> None:
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath
-    from harness.runners import Stats
-    from peers import STALL_NOTE, clone_data, contender_stats, measure_ceilings, stalled
+    from peers import STALL_NOTE, clone_data, contender_stats, mean_us, measure_ceilings, stalled
     from reference import check_implementation, generate_input
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -94,7 +93,7 @@ def main() -> None:
             for name, path in paths.items():
                 dispatch._paths[device] = path
                 stats = contender_stats(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9)
-                times.setdefault((label, name), []).append(stats.mean / 1e3 if isinstance(stats, Stats) else stats)
+                times.setdefault((label, name), []).append(mean_us(stats))
                 marks.setdefault((label, name), []).append("!" if stalled(stats) else "")
         print(f"{label:40}" + "".join(f"  {name} " + " / ".join(fmt(t) + m for t, m in zip(times[(label, name)], marks[(label, name)]))
                                       for name in paths), flush=True)

@@ -123,10 +123,14 @@ def stalled(stats: Stats | str) -> bool:
     return isinstance(stats, Stats) and stats.worst > STALLED_REPEAT * stats.best
 
 
+def mean_us(stats: Stats | str) -> float | str:
+    """The mean behind contender_stats' statistics in us per call, or why there is none."""
+    return stats.mean / 1e3 if isinstance(stats, Stats) else stats
+
+
 def time_contender(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK, max_time_ns: float = 10e9) -> float | str:
     """Mean us per call of fn over `sets` input sets, timed as the leaderboard times; or why not."""
-    result = contender_stats(fn, prepare, args, sets, max_time_ns)
-    return result.mean / 1e3 if isinstance(result, Stats) else result
+    return mean_us(contender_stats(fn, prepare, args, sets, max_time_ns))
 
 
 def main():

@@ -26,7 +26,7 @@ from harness import floors  # noqa: E402
 from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
 from harness.runners import Stats  # noqa: E402
-from peers import STALL_NOTE, contender_stats, cublas_only, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
+from peers import STALL_NOTE, contender_stats, cublas_only, mean_us, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,7 @@ def main() -> None:
         floor = floor_us(regime, case, bandwidth, flops)
         stats = {name: contender_stats(fn, prepare, case, args.sets, args.seconds * 1e9) for name, fn, prepare in contenders}
         stalls |= stalled(stats["ours"])
-        times = {name: s.mean / 1e3 if isinstance(s, Stats) else s for name, s in stats.items()}
+        times = {name: mean_us(s) for name, s in stats.items()}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
         print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}{spread(stats['ours'])}  cuBLAS {fmt(times['cuBLAS'])}",
               flush=True)
