@@ -36,14 +36,15 @@ import torch
 #
 # A call's tensors travel as one flat list in a fixed order: a, b, c of every group, then sfa, sfb
 # of every group (the leaderboard's `abc` list flattened, then its reordered scale pairs), with the
-# sizes as (M, N, K, 1) per group. a, b and c are either the leaderboard's [rows, cols, 1] tensors
-# (operand rank 3) or plain matrices (rank 2); the scales are always in the leaderboard's reordered
+# sizes as (M, N, K, 1) per group, and optionally alpha, float32 [groups] on the device. a, b and c
+# are either the leaderboard's [rows, cols, 1] tensors (operand rank 3) or plain matrices (rank 2);
+# c is fp16 or bf16, one dtype for all groups; the scales are always in the leaderboard's reordered
 # layout, [32, 4, ceil(rows/128), 4, K/64, 1] (docs/PROBLEM.md, section 3).
 
 FP4_DTYPES = (torch.float4_e2m1fn_x2, torch.uint8)
-F16_DTYPES = (torch.float16,)
+OUT_DTYPES = (torch.float16, torch.bfloat16)  # c: every group's of one of them
 E4M3_DTYPES = (torch.float8_e4m3fn,)
-TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", F16_DTYPES), ("sfa", E4M3_DTYPES), ("sfb", E4M3_DTYPES))
+TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", OUT_DTYPES), ("sfa", E4M3_DTYPES), ("sfb", E4M3_DTYPES))
 
 
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
@@ -100,10 +101,10 @@ def _fail(group: int, what: str):
     raise ValueError(f"nvfp4 grouped gemm, group {group}: {what}")
 
 
-def validate(tensors: list, sizes, operand_rank: int) -> None:
+def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     """Raise ValueError naming the group and the problem for any input the package cannot take
-    (tensors and sizes as layout.py describes them). Runs on every call that is not a cache hit, so
-    the common case does no string work: a message is only formatted for a check that failed."""
+    (tensors, sizes and alpha as layout.py describes them). Runs on every call that is not a cache
+    hit, so the common case does no string work: a message is only formatted for a check that failed."""
     groups = len(sizes)
     if not groups or len(tensors) != 5 * groups:
         raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got "
@@ -131,6 +132,16 @@ def validate(tensors: list, sizes, operand_rank: int) -> None:
                 _fail(g, f"{name} has shape {tuple(t.shape)}, expected {shape}")
             if t.get_device() != device:
                 _fail(g, f"{name} is on {t.device}, group 0's a on {first.device}")
+    out_dtypes = {tensors[3 * g + 2].dtype for g in range(groups)}
+    if len(out_dtypes) > 1:
+        raise ValueError(f"nvfp4 grouped gemm: every group's c must have one dtype, got {sorted(map(str, out_dtypes))}")
+    if alpha is not None:
+        if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
+            raise ValueError(f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
+                             f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+        if alpha.get_device() != device or not alpha.is_contiguous():
+            raise ValueError(f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
+                             f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}")
 
 
 # ----------------------------------------------------------------------------- nvfp4/portable.py
@@ -151,13 +162,19 @@ def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     return values * scales.repeat_interleave(16, dim=1)
 
 
-def portable_kernel(tensors: list, sizes) -> None:
-    """Exact decode, fp32 accumulation; reads the reordered scales, as the GPU kernels do."""
+def scaled(product: torch.Tensor, alpha: torch.Tensor | None, g: int) -> torch.Tensor:
+    """A group's fp32 product times its alpha (no host read of alpha: it may live on a GPU)."""
+    return product if alpha is None else product * alpha[g]
+
+
+def portable_kernel(tensors: list, sizes, alpha=None) -> None:
+    """Exact decode, fp32 accumulation, times alpha[g] where given, rounded to c's dtype; reads the
+    reordered scales, as the GPU kernels do."""
     for g, (m, n, k, _) in enumerate(sizes):
         if m and n:
             a, b, c, sfa, sfb = group_tensors(tensors, g)
             product = dequantize(a, plain_scales(sfa, m, k)) @ dequantize(b, plain_scales(sfb, n, k)).T
-            matrix(c).copy_(product)
+            matrix(c).copy_(scaled(product, alpha, g))
 
 
 def blocked_scales(reordered: torch.Tensor) -> torch.Tensor:
@@ -166,14 +183,16 @@ def blocked_scales(reordered: torch.Tensor) -> torch.Tensor:
     return reordered.permute(5, 2, 4, 0, 1, 3).reshape(-1)
 
 
-def scaled_mm_kernel(tensors: list, sizes) -> None:
+def scaled_mm_kernel(tensors: list, sizes, alpha=None) -> None:
     """Per-group FP4 block-scaled `torch._scaled_mm` (sm_100-class GPUs only), as the reference
     computes there: the fallback when the sm_100a kernel fails its first-use self-check."""
     for g, (m, n, _, _) in enumerate(sizes):
         if m and n:
             a, b, c, sfa, sfb = group_tensors(tensors, g)
             lhs, rhs = matrix(a).view(torch.float4_e2m1fn_x2), matrix(b).view(torch.float4_e2m1fn_x2)
-            matrix(c).copy_(torch._scaled_mm(lhs, rhs.T, blocked_scales(sfa), blocked_scales(sfb), out_dtype=torch.float16))
+            out_dtype = c.dtype if alpha is None else torch.float32
+            product = torch._scaled_mm(lhs, rhs.T, blocked_scales(sfa), blocked_scales(sfb), out_dtype=out_dtype)
+            matrix(c).copy_(scaled(product, alpha, g))
 
 
 # ----------------------------------------------------------------------------- nvfp4/launch_queue_default.py
@@ -209,6 +228,7 @@ CUDA_SOURCE = r"""
 // code and its host emulation share.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <algorithm>
 #include <cmath>
@@ -260,14 +280,25 @@ constexpr int kMaxCtas = 256;
 constexpr int kMaxTilesPerLaunch = 3072;
 constexpr int kMaxKernelParamBytes = 32764;
 
+// What the epilogue makes of a group's fp32 sums: each times alpha where there is one (the product
+// of the operands' global scales in two-level NVFP4), then rounded to fp16 or bf16. alpha is read on
+// the GPU only, as a tile is stored, so a graph replays with whatever values it holds then.
+struct OutputArgs {
+  const float* alpha;  // null: the sums as they are; else one value per group (per expert), or per group and column of C
+  int alpha_stride;    // 0: one value per group; 1: one per column of C (the group's values alpha[0 .. N - 1])
+  int bf16;            // 1: C holds bf16, 0: fp16
+};
+
 struct GroupArgs {
   const uint8_t* sfa;   // reordered scales: [ceil(M/128)][K/64][512-byte atom]
   const uint8_t* sfb;
-  __half* c;            // [M][N] row-major
+  __half* c;            // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
   int m, n, k;
   int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
   int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
+  int alpha_index;      // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
 };
+static_assert(sizeof(GroupArgs) == 48, "a launch's 64 groups fit the kernel parameters only at 48 bytes each");
 
 struct LaunchArgs {
   CUtensorMap tmap_a[kMaxGroupsPerLaunch];  // packed FP4 A: [M rows][K/2 bytes]
@@ -275,6 +306,7 @@ struct LaunchArgs {
   GroupArgs groups[kMaxGroupsPerLaunch];
   uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
   uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  OutputArgs out;                           // alpha over the call's groups (GroupArgs::alpha_index), C's type
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
@@ -288,6 +320,25 @@ struct PrepassGroup {
 struct PrepassArgs {
   PrepassGroup groups[kMaxGroupsPerLaunch];
 };
+
+// A group's alpha (its first value, null when there is none), from a launch's and the group's first index.
+__host__ __device__ inline OutputArgs output_of_group(const OutputArgs& launch, int64_t first) {
+  return OutputArgs{launch.alpha ? launch.alpha + first : nullptr, launch.alpha_stride, launch.bf16};
+}
+// The factor of C column `column` of a group (output_of_group), 1 without alpha: multiplying by 1 leaves
+// every sum as it was, so a call without alpha rounds exactly what it always has.
+__device__ __forceinline__ float alpha_at(const OutputArgs& out, int column) {
+  return out.alpha ? __ldg(out.alpha + int64_t(column) * out.alpha_stride) : 1.0f;
+}
+// Two fp32 values as the bits of two fp16 or two bf16 (the lower in the low half), rounded to nearest even.
+__device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
+  if (bf16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
@@ -521,7 +572,8 @@ struct ExpertArgs {
   const uint8_t* a;       // packed FP4 rows [total_rows][K/2]
   const uint8_t* sfa;     // A's scale atoms [sf_rows / 128][K/64][512]
   const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
-  __half* c;              // [total_rows][N]
+  __half* c;              // [total_rows][N], fp16 or bf16 (out.bf16)
+  OutputArgs out;         // alpha per expert (alpha_stride 0) or per expert and column ([E][N], alpha_stride 1); C's type
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
   int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
@@ -679,10 +731,12 @@ __device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   }
 }
 
-// A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
-// the group's first row in them, and which chunk of rows and block of columns it is.
+// A tile for the GEMM's roles: its group's (or expert's) arguments and output (output_of_group), the
+// tensor maps it loads from, the group's first row in them, and which chunk of rows and block of
+// columns it is.
 struct TileJob {
   GroupArgs g;
+  OutputArgs out;
   const CUtensorMap* tmap_a;
   const CUtensorMap* tmap_b;
   int a_row0, b_row0;  // the group's first row in tmap_a (and C's rows) and in tmap_b
@@ -698,7 +752,8 @@ struct ListTiles {
   __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
     const Tile t = unpack_tile(args.tiles[first + i]);
-    return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
+    const GroupArgs& g = args.groups[t.group];
+    return TileJob{g, output_of_group(args.out, g.alpha_index), &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
   }
 };
 
@@ -748,7 +803,8 @@ struct ExpertTiles {
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
     g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
-    return TileJob{g, &args.tmap_a[box_class], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+    return TileJob{g, output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)), &args.tmap_a[box_class], &args.tmap_b, first,
+                   e * a.n, m_chunk, local % nb};
   }
 };
 
@@ -792,10 +848,6 @@ __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
 __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
                ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-__device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
 }
 
 // wgmma m64nNk16, A (4 x f16x2) from registers, B from shared memory, f32 accumulators.
@@ -1171,7 +1223,7 @@ __device__ __forceinline__ void wgmma_k_block_tree<32>(float (&acc)[128], const 
     }
   }
 }
-#line 36 "csrc/sm90/wgmma.cuh"
+#line 32 "csrc/sm90/wgmma.cuh"
 
 // The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
 // group. A kernel built for one N (kFixedN8 > 0) issues them directly. Otherwise the N is chosen by
@@ -1398,12 +1450,17 @@ struct Consumer {
   }
 };
 
-// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 C through a
-// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes.
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, int m0, int m_rows, int n_base, int n8,
-                                           uint8_t* staging, int lane) {
+// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 or bf16 C through a
+// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes. This
+// thread's accumulators hold C columns n_base + lane / 4 (acc[4i], acc[4i + 1]) and 8 past it
+// (acc[4i + 2], acc[4i + 3]); each is unscaled, then times its column's alpha (a column past N
+// takes the last column's: it is not stored).
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
+                                           int n8, uint8_t* staging, int lane) {
   const uint32_t staging_u32 = smem_u32(staging);
   const int matrix = lane / 8, matrix_row = lane % 8;
+  const float alpha_lo = alpha_at(out, min(n_base + lane / 4, g.n - 1)), alpha_hi = alpha_at(out, min(n_base + lane / 4 + 8, g.n - 1));
+  auto pack = [&](int i, float alpha) { return out2_bits(acc[i] * kUnscale * alpha, acc[i + 1] * kUnscale * alpha, out.bf16); };
 #pragma unroll
   for (int win = 0; win < 4; ++win) {  // 64 rows of C per window
     if (win * 8 >= n8) break;
@@ -1412,10 +1469,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
       const int c = win * 8 + pair * 2;  // accumulator chunks c and c + 1: 8 C rows each
       const int row = (pair * 2 + matrix / 2) * 8 + matrix_row;
       const int side = (matrix & 1) ^ ((row >> 2) & 1);  // which 16 bytes; swizzled against bank conflicts
-      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, half2_bits(acc[4 * c] * kUnscale, acc[4 * c + 1] * kUnscale),
-                        half2_bits(acc[4 * c + 2] * kUnscale, acc[4 * c + 3] * kUnscale),
-                        half2_bits(acc[4 * c + 4] * kUnscale, acc[4 * c + 5] * kUnscale),
-                        half2_bits(acc[4 * c + 6] * kUnscale, acc[4 * c + 7] * kUnscale));
+      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, pack(4 * c, alpha_lo), pack(4 * c + 2, alpha_hi), pack(4 * c + 4, alpha_lo),
+                        pack(4 * c + 6, alpha_hi));
     }
     __syncwarp();
 #pragma unroll
@@ -1579,7 +1634,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows;
-    store_tile(acc, g, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
   if constexpr (kTimeline)
     if (threadIdx.x == 128) timeline_mark(kStoresEnd);
@@ -2506,12 +2561,13 @@ __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t ta
 
 namespace nvfp4 {
 namespace sm100 {
-// Eight fp32 values as eight halves, one 16-byte store (evict-first: C is not read again).
-__device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
-  __half2 h[4];
+// Eight fp32 values of C columns col .. col + 7, each times its column's alpha, as eight fp16 or bf16
+// in one 16-byte store (evict-first: C is not read again).
+__device__ __forceinline__ void st_global_8_outputs(__half* p, const float* v, const OutputArgs& out, int col) {
+  uint32_t h[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-  st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
+  for (int i = 0; i < 4; ++i) h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
+  st_global_v4_evict_first(p, uint4{h[0], h[1], h[2], h[3]});
 }
 
 template <int kShape>
@@ -2529,6 +2585,7 @@ struct Barriers {
 // the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
+  const OutputArgs* out;
   const CUtensorMap *tmap_a, *tmap_b;
   int a_row0, b_row0, off_m, off_n, rows;
 };
@@ -2536,7 +2593,7 @@ template <int kShape>
 __device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
   const int off_m = job.m_chunk * S::kRowsA;
-  return TileCoords{&job.g, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+  return TileCoords{&job.g, &job.out, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
                     min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
@@ -2675,7 +2732,7 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
     const int col = tc.off_n + chunk * 32;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (row < tc.g->m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
+      if (row < tc.g->m && col + 8 * j < n) st_global_8_outputs(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j, *tc.out, col + 8 * j);
   }
 }
 // Swapped: TMEM lane 32w + l = column off_n + 32w + l of C and TMEM column j = row off_m + j. Each
@@ -2683,14 +2740,18 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
 // stores 8 consecutive columns (16 bytes) of rows l / 4, l / 4 + 8, ...: each row's 64 bytes in one
 // store instruction of four threads.
 __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
-  __half* rows = reinterpret_cast<__half*>(staging) + warp * 32 * 32;
+  uint16_t* rows = reinterpret_cast<uint16_t*>(staging) + warp * 32 * 32;
   const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
+  const float alpha = alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
 #pragma unroll 1
   for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
     float v[32];
     tmem_load_32x32b_x32(v, acc + chunk * 32);
 #pragma unroll
-    for (int j = 0; j < 32; ++j) rows[j * 32 + lane] = __float2half_rn(v[j]);
+    for (int j = 0; j < 32; j += 2) {  // rows j and j + 1 of this lane's column
+      const uint32_t two = out2_bits(v[j] * alpha, v[j + 1] * alpha, tc.out->bf16);
+      rows[j * 32 + lane] = uint16_t(two), rows[(j + 1) * 32 + lane] = uint16_t(two >> 16);
+    }
     __syncwarp();
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -3266,7 +3327,8 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, const OutputArgs& out,
+                Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, max_pairs, choice);
@@ -3277,6 +3339,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
   for (const ScheduledLaunch& sched : problem->launches) {
     LaunchArgs& args = plan.launches.emplace_back();
     std::memset(&args, 0, sizeof args);
+    args.out = out;
     PrepassArgs prepass;
     std::memset(&prepass, 0, sizeof prepass);
     int max_items = 0;
@@ -3284,6 +3347,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
+      ga.alpha_index = sched.groups[i];  // alpha holds one value per group of the call
       ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
@@ -3474,7 +3538,6 @@ bool instantiate_plan(Plan& plan, Status& st) {
 
 #line 1 "csrc/quantize.cuh"
 
-#include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
 
@@ -3485,16 +3548,21 @@ namespace nvfp4 {
 // in the low nibble) and E4M3 scales, one per 16 elements, in the reordered layout per batch entry
 // ([ceil(rows/128)][K/64][512-byte atom]). Per 16 elements: amax = max |x| in fp32, the scale s =
 // amax / 6 (fp32) rounded to nearest-even E4M3 and saturated at 448, each code the nearest-even
-// E2M1 value of x / s (the fp32 quotient), saturated at 6. nvfp4/quantize.py holds the same recipe in
-// PyTorch; the two agree bit for bit (tests). What special values become (docs/MOE.md): NaN counts
-// as +inf in amax and becomes a zero code; inf saturates its block's scale to 448 and itself to
-// +-6; a block whose scale rounds to 0 gets zero codes; the sign of every code is the sign bit of x.
+// E2M1 value of x / s (the fp32 quotient), saturated at 6. With a global scale G (the dequantization
+// scale a checkpoint stores as input_scale, so that x ~ code * s * G): s = E4M3((amax / 6) / G), two
+// fp32 quotients, and each code that of x / (s * G), the fp32 product then the fp32 quotient; G = 1
+// gives the one-level recipe exactly. nvfp4/quantize.py holds the same recipe in PyTorch; the two
+// agree bit for bit (tests). What special values become (docs/MOE.md): NaN counts as +inf in amax
+// and becomes a zero code; inf saturates its block's scale to 448 and itself to +-6; a block whose
+// scale rounds to 0 gets zero codes; the sign of every code is the sign bit of x.
 struct QuantizeArgs {
   const void* x;
   uint8_t* q;
   uint8_t* sf;
   const int* masked_m;  // optional [batch]: only rows below masked_m[b] (clamped to [0, rows]) are written
   int batch, rows, k, bf16;
+  const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
+  int global_scale_batch_stride, global_scale_row_stride;
 };
 constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
@@ -3553,26 +3621,57 @@ struct QuantizedBlock {
   uint32_t codes[2];
   uint8_t scale;
 };
+// The block's |x| pairs and its amax in fp32 (NaN as +inf).
 template <class P>
-__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
-  uint32_t abs_pair[8], amax = 0;
+__host__ __device__ inline float block_amax(const uint32_t (&w)[8], uint32_t (&abs_pair)[8]) {
+  uint32_t amax = 0;
   for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
   amax = P::max_nan(amax, byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
   const float amax_f = P::low(amax);
-  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
-  const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
+  return isnan(amax_f) ? INFINITY : amax_f;
+}
+// A block's codes from each pair's two magnitude codes (magnitude(i): the low half's in bits 0-2,
+// the high half's in bits 16-18), with the signs of x, and its scale byte.
+template <class Magnitudes>
+__host__ __device__ inline QuantizedBlock pack_block(const uint32_t (&w)[8], Magnitudes magnitude, __nv_fp8_storage_t scale) {
   // Per pair, each half's code and sign as a nibble (low half in bits 0-3, high in 16-19), then the
   // two nibbles as byte 0, four pairs to a word.
   uint32_t packed[8];
   for (int i = 0; i < 8; ++i) {
-    const uint32_t nibbles = bounds.magnitudes(abs_pair[i]) | ((w[i] >> 12) & 0x00080008u);
+    const uint32_t nibbles = magnitude(i) | ((w[i] >> 12) & 0x00080008u);
     packed[i] = nibbles | (nibbles >> 12);
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
     q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
-  q.scale = byte;
+  q.scale = scale;
   return q;
+}
+__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))); }
+
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
+  uint32_t abs_pair[8];
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(block_amax<P>(w, abs_pair) / 6.0f, __NV_SATFINITE, __NV_E4M3);
+  const E2m1Bounds<P> bounds(e4m3_value(byte));
+  return pack_block(w, [&](int i) { return bounds.magnitudes(abs_pair[i]); }, byte);
+}
+
+// The nearest-even E2M1 magnitude code of a non-negative fp32 quotient (NaN: 0), saturated at 6:
+// the count of rounding thresholds it passes (E2m1Bounds' ties).
+__host__ __device__ inline uint32_t e2m1_magnitude(float v) {
+  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) + uint32_t(v >= 3.5f) +
+         uint32_t(v > 5.0f);
+}
+// The two-level recipe (global scale g): the codes from fp32 quotients x / (s * g), which are not
+// exact in 16 bits, so each is divided rather than compared with the scale's bounds.
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8], float g) {
+  uint32_t abs_pair[8];
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(block_amax<P>(w, abs_pair) / 6.0f / g, __NV_SATFINITE, __NV_E4M3);
+  const float scale = e4m3_value(byte) * g;
+  auto magnitude = [&](float x) { return scale > 0.0f ? e2m1_magnitude(x / scale) : 0u; };
+  return pack_block(w, [&](int i) { return magnitude(P::low(abs_pair[i])) | magnitude(P::low(abs_pair[i] >> 16)) << 16; }, byte);
 }
 
 // Where a thread's grid-stride walk over the items [batch][padded rows][units of a row] stands (a
@@ -3604,9 +3703,11 @@ struct QuantizeCursor {
 
 // One thread per (row, two 16-element blocks j, j + 1): their 16 codes as 16 bytes and their scale
 // bytes, neighbours in one atom (j is even). Scale rows past `rows` up to the atom's 128 are written
-// as zeros; rows a mask leaves out are not written.
-template <bool kBf16>
-__global__ void __launch_bounds__(kQuantizeThreads, kQuantizeCtasPerSm) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
+// as zeros; rows a mask leaves out are not written. kTwoLevel: with a global scale, whose divisions
+// need more registers than the one-level recipe's 40 (fewer CTAs an SM instead of spills).
+template <bool kBf16, bool kTwoLevel>
+__global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPerSm - 2 : kQuantizeCtasPerSm)
+    quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
   const int units_per_row = a.k / (16 * kQuantizeBlocksPerThread), padded_rows = (a.rows + 127) / 128 * 128;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = int64_t(gridDim.x) * blockDim.x;
   for (QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < a.batch; at.advance()) {
@@ -3626,7 +3727,13 @@ __global__ void __launch_bounds__(kQuantizeThreads, kQuantizeCtasPerSm) quantize
     for (int i = 0; i < 4; ++i) v[i] = __ldcs(x + i);  // read once: evict first
     const uint32_t w0[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
     const uint32_t w1[8] = {v[2].x, v[2].y, v[2].z, v[2].w, v[3].x, v[3].y, v[3].z, v[3].w};
-    const QuantizedBlock q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
+    QuantizedBlock q0, q1;
+    if constexpr (kTwoLevel) {
+      const float g = a.global_scale[int64_t(b) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
+      q0 = quantize_block<Pairs<kBf16>>(w0, g), q1 = quantize_block<Pairs<kBf16>>(w1, g);
+    } else {
+      q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
+    }
     *reinterpret_cast<uint4*>(a.q + row * (a.k / 2) + j * 8) = uint4{q0.codes[0], q0.codes[1], q1.codes[0], q1.codes[1]};
     *scales = uint16_t(q0.scale | (q1.scale << 8));
   }
@@ -3643,6 +3750,7 @@ struct ExpertProblem {
   const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;
   void* c;
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
+  OutputArgs out;
 };
 
 // The most rows an expert can have (the masked form's rows per expert; the offset form's total).
@@ -3658,7 +3766,8 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
   if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
-      (!p.masked_m && !(p.offsets && p.sf_offsets))) {
+      (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
+      reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
     snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
              kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
@@ -3693,6 +3802,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.sfa = static_cast<const uint8_t*>(p.sfa);
   e.sfb = static_cast<const uint8_t*>(p.sfb);
   e.c = static_cast<__half*>(p.c);
+  e.out = p.out;
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
@@ -3743,8 +3853,9 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
 // Quantization of x [batch][rows][K] (quantize.cuh) on the queue.
 bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st) {
   if (q.batch < 0 || q.rows < 0 || q.k <= 0 || q.k % 64 ||
-      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16)
-    return st.fail("unsupported quantization", "K must be a positive multiple of 64 and the buffers 16-byte aligned");
+      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16 ||
+      reinterpret_cast<uintptr_t>(q.global_scale) % 4)
+    return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
@@ -3754,7 +3865,9 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
   launch_on(config, nullptr, &none, queue, false);
   QuantizeArgs args = q;
   void* argv[] = {&args};
-  const void* kernel = q.bf16 ? reinterpret_cast<const void*>(&quantize_nvfp4<true>) : reinterpret_cast<const void*>(&quantize_nvfp4<false>);
+  const void* kernels[2][2] = {{reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
+                               {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
+  const void* kernel = kernels[q.bf16 ? 1 : 0][q.global_scale ? 1 : 0];
   NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
   return true;
 }
@@ -3785,8 +3898,10 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
 // tiles: -1 the tile shape the schedule chooses, or one of Arch's shapes (sm_100a: 0 unswapped, 1
 // swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, void** plan_out,
-                      char* err, int err_len) {
+// alpha: null, or a float32 device array of one value per group (read by the kernels only);
+// out_bf16: 1 when every C is bf16, 0 when fp16.
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, const float* alpha,
+                      int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
   if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
@@ -3797,7 +3912,7 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
   // A dry run assumes that every two SMs can hold a CTA pair; a plan to launch asks the device.
   int max_pairs = num_sms / 2;
   if ((!dry_run && (!prepare_kernels(st) || !pairs_that_fit(num_sms, &max_pairs, st))) ||
-      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, *plan, st)) {
+      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, nvfp4::OutputArgs{alpha, 0, out_bf16 != 0}, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -3842,11 +3957,13 @@ void nvfp4_plan_destroy(void* plan) {
 // ---- the MoE forms and quantization (host/experts.cuh)
 // desc: a, b, c, sfa, sfb, masked_m, offsets, sf_offsets (data pointers; masked_m null in the offset
 // form, offsets and sf_offsets null in the masked form), then E, total rows, rows per expert
-// (masked), scale rows of sfa, N, K.
+// (masked), scale rows of sfa, N, K; then alpha (a float32 device pointer, 0 for none), alpha's
+// stride along C's columns (0: one value per expert, 1: [E][N]) and 1 for bf16 C (0: fp16).
 static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
   auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
   return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
-                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13])};
+                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13]),
+                                    nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
 }
 int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
 // workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
@@ -3854,11 +3971,13 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
   nvfp4::host::Status st{err, err_len};
   return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
-// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x.
+// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x;
+// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row.
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
   const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7])};
+                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
@@ -4011,12 +4130,15 @@ struct HostPairs {
 
 extern "C" {
 // The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
-// (bf16: 1) elements to 8 code bytes and a scale byte each.
-void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, uint8_t* codes, uint8_t* scales) {
+// (bf16: 1) elements to 8 code bytes and a scale byte each; global_scale: null (the one-level
+// recipe) or one global scale per block.
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes, uint8_t* scales) {
+  using nvfp4::HostPairs, nvfp4::quantize_block;
   for (int64_t b = 0; b < blocks; ++b) {
     uint32_t w[8];
     std::memcpy(w, x + 16 * b, sizeof w);
-    const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
+    const nvfp4::QuantizedBlock q = global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
+                                                 : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
   }
@@ -4107,7 +4229,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     ptr = ctypes.POINTER
     signatures = {
         "nvfp4_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64), c_int]),
-        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, ptr(c_void), c_char, c_int]),
+        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, c_void, c_int, ptr(c_void), c_char, c_int]),
         "nvfp4_prepare_device": (c_int, [c_char, c_int]),
         "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
         "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),
@@ -4141,7 +4263,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
 # A compiled CUDA path: launch plans cached per call, their CUDA graphs, and the per-call hot path.
 #
 # Every launch goes to the caller's current queue (launch_queue.py). Outside a graph capture, a call's
-# signature (the queue, every data pointer and tensor object, the sizes) keys a launch plan: the first
+# signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan: the first
 # call validates the input, makes the plan and launches it plainly; the second builds the plan's CUDA
 # graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
 # is made for that call alone and launched into the caller's graph, with its workspace from the
@@ -4239,19 +4361,20 @@ class KernelPath:
             raise RuntimeError(f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}")
         self.emulation_seed = seed
 
-    def __call__(self, tensors: list, sizes, operand_rank: int) -> None:
-        """The grouped GEMM of `tensors` (layout.py) into their c tensors, on the caller's current queue
-        of the current device (where the tensors must be)."""
+    def __call__(self, tensors: list, sizes, operand_rank: int, alpha=None) -> None:
+        """The grouped GEMM of `tensors` (layout.py) into their c tensors, times alpha where given, on
+        the caller's current queue of the current device (where the tensors must be)."""
         device = _current_device()
         queue = current_queue(device)
         with self._lock:
             try:
-                key = (device, queue, operand_rank, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
+                alpha_key = None if alpha is None else (_data_ptr(alpha), id(alpha))
+                key = (device, queue, operand_rank, alpha_key, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
                 plan = self._plans.get(key)
             except (TypeError, AttributeError):  # non-tensors or unhashable sizes: validation says what is wrong
-                validate(tensors, sizes, operand_rank)
+                validate(tensors, sizes, operand_rank, alpha)
                 if any(type(size) is not tuple for size in sizes):  # sizes given as lists: the same problem
-                    return self(tensors, [tuple(size) for size in sizes], operand_rank)
+                    return self(tensors, [tuple(size) for size in sizes], operand_rank, alpha)
                 raise
             self._calls += 1
             if plan is not None and plan.graph and plan.alive and not capturing():
@@ -4260,7 +4383,7 @@ class KernelPath:
                 if rc:
                     raise self._launch_error(rc)
                 return
-            self._uncached_call(key, plan, tensors, operand_rank, queue)
+            self._uncached_call(key, plan, tensors, operand_rank, queue, alpha)
 
     def _launch_error(self, rc: int) -> RuntimeError:
         return RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
@@ -4279,28 +4402,28 @@ class KernelPath:
             return current
         return workspace
 
-    def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int) -> None:
+    def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int, alpha) -> None:
         capture = capturing()
         if not capture:  # nothing is destroyed during a capture
             self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         count = len(tensors)
-        device, pointers, sizes = key[0], key[3:3 + count], key[3 + 2 * count:]  # the key's layout: see __call__
+        device, pointers, sizes = key[0], key[4:4 + count], key[4 + 2 * count:]  # the key's layout: see __call__
         if plan is None or not plan.alive:
-            if not kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank):
-                validate(tensors, sizes, operand_rank)
+            if not (kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)):
+                validate(tensors, sizes, operand_rank, alpha)
                 reason = kernel_unsupported(tensors, sizes, self.k_multiple, device)
                 if reason:
                     warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=4)
-                    portable_kernel(tensors, sizes)
+                    portable_kernel(tensors, sizes, alpha)
                     return
         if capture:
-            self._launch_into_capture(tensors, sizes, pointers, queue, err)
+            self._launch_into_capture(tensors, sizes, pointers, queue, err, alpha)
             return
         if plan is None:
             while len(self._plans) >= self.capacity:
                 self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
-            made = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, self._shared_workspace(queue), pointers, self.tiles)
+            made = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, self._shared_workspace(queue), pointers, self.tiles, alpha)
             plan = self._plans[key] = _Plan(key, *made, self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, queue, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
@@ -4315,13 +4438,13 @@ class KernelPath:
                 raise self._launch_error(rc)
         plan.last_used = self._calls
         if not plan.alive:
-            plan.vouch(tensors)
+            plan.vouch(tensors if alpha is None else [*tensors, alpha])
 
-    def _launch_into_capture(self, tensors, sizes, pointers, queue: int, err) -> None:
+    def _launch_into_capture(self, tensors, sizes, pointers, queue: int, err, alpha) -> None:
         """The call's kernels captured into the caller's graph: a plan for this call alone, its
         workspace from torch's allocator inside the capture (the capture's pool, which the graph keeps
         while it lives), no private graph, no host sync."""
-        handle, workspace = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, new_workspace, pointers, self.tiles)
+        handle, workspace = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, new_workspace, pointers, self.tiles, alpha)
         try:
             if self.lib.nvfp4_plan_launch(handle, queue, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch into the graph capture failed: {err.value.decode()}")
@@ -4348,9 +4471,9 @@ def new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
 
 
 def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: int, err, workspace=new_workspace,
-                pointers=None, tiles: int = TILES_CHOSEN) -> tuple[int, torch.Tensor | None]:
-    """A C++ plan for the call (tensors and sizes as layout.py describes them) and the workspace it
-    uses (keep it alive as long as the plan).
+                pointers=None, tiles: int = TILES_CHOSEN, alpha: torch.Tensor | None = None) -> tuple[int, torch.Tensor | None]:
+    """A C++ plan for the call (tensors, sizes and alpha as layout.py describes them; C's dtype from
+    group 0's c) and the workspace it uses (keep it alive as long as the plan).
 
     workspace(nbytes, device) gives the device memory, when the plan needs any. pointers: the
     tensors' data pointers, when the caller has them. Returns (handle, workspace or None); dry_run
@@ -4367,7 +4490,9 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
     buffer = workspace(nbytes, tensors[0].device) if nbytes else None
     handle = ctypes.c_void_p()
     pointer = buffer.data_ptr() if buffer is not None else None
-    if lib.nvfp4_plan_create(packed, g, num_sms, tiles, dry_run, pointer, ctypes.byref(handle), err, len(err)):
+    alpha_pointer = alpha.data_ptr() if alpha is not None else None
+    out_bf16 = int(tensors[2].dtype == torch.bfloat16)
+    if lib.nvfp4_plan_create(packed, g, num_sms, tiles, dry_run, pointer, alpha_pointer, out_bf16, ctypes.byref(handle), err, len(err)):
         raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
     return handle.value, buffer
 
@@ -4427,7 +4552,8 @@ def _expected_layout(sizes: tuple, k_multiple: int, operand_rank: int) -> tuple[
     return shapes + scale_shapes, scale_strides, None if all(used) else tensor_used
 
 
-_FP4, _F16, _E4M3 = frozenset(FP4_DTYPES), frozenset(F16_DTYPES), frozenset(E4M3_DTYPES)
+_FP4, _E4M3 = frozenset(FP4_DTYPES), frozenset(E4M3_DTYPES)
+_OUT = [{dtype} for dtype in OUT_DTYPES]  # every group's c of one of them
 _shape_of, _dtype_of = attrgetter("shape"), attrgetter("dtype")
 
 
@@ -4448,12 +4574,18 @@ def kernel_takes(tensors: list, sizes: tuple, pointers, k_multiple: int, device_
         abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g:])], [*compress(pointers, used)]
     return (list(map(_shape_of, tensors)) == shapes
             and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
-            and set(map(_dtype_of, abc_flat[2::3])) <= _F16
+            and set(map(_dtype_of, abc_flat[2::3])) in _OUT
             and set(map(_dtype_of, scales)) <= _E4M3
             and set(map(torch.Tensor.get_device, tensors)) == {device_index}
             and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
             and all(map(torch.Tensor.is_contiguous, abc_used))
             and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
+
+
+def alpha_takes(alpha, groups: int, device_index: int) -> bool:
+    """True when alpha is absent, or a contiguous float32 [groups] tensor on device `device_index`."""
+    return alpha is None or (type(alpha) is torch.Tensor and alpha.dtype == torch.float32 and alpha.shape == (groups,)
+                             and alpha.get_device() == device_index and alpha.is_contiguous())
 
 
 # ----------------------------------------------------------------------------- nvfp4/self_check.py
@@ -4472,7 +4604,7 @@ SELF_CHECK_ENV = "NVFP4_SELF_CHECK"  # =0: trust the kernel without the check
 TOLERANCE = 1e-3  # rtol = atol, the harness's
 
 
-def self_check_input(device: torch.device) -> tuple[list, list]:
+def self_check_input(device: torch.device, out_dtype: torch.dtype = torch.float16) -> tuple[list, list]:
     """The self-check's problem as (tensors, sizes), operand rank 3: three groups (M = 5, below 8;
     77, odd; 130, two row blocks), every FP4 code, positive E4M3 scales over the whole code range on
     one side of each group (the other at most 0.5, so no output comes near the fp16 limit), random
@@ -4482,7 +4614,7 @@ def self_check_input(device: torch.device) -> tuple[list, list]:
     abc, scales, sizes = [], [], []
     for g, (m, n, k) in enumerate(((5, 128, 256), (77, 256, 512), (130, 136, 256))):
         a, b = (torch.randint(256, (rows, k // 2, 1), dtype=torch.uint8, generator=generator) for rows in (m, n))
-        c = torch.full((m, n, 1), float("nan"), dtype=torch.float16)
+        c = torch.full((m, n, 1), float("nan"), dtype=out_dtype)
         for rows, wide in ((m, g % 2 == 0), (n, g % 2 == 1)):
             memory = torch.randint(1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator)
             scales.append(memory.view(torch.float8_e4m3fn).permute(3, 4, 1, 5, 2, 0).to(device))
@@ -4491,18 +4623,21 @@ def self_check_input(device: torch.device) -> tuple[list, list]:
     return abc + scales, sizes
 
 
-def exact_products(tensors: list, sizes) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per group, the exact product (float64: every value x scale and every partial sum here is
-    exact in it) and how far from it a correct fp16 result may lie: the harness's tolerance, plus
-    what fp32 accumulation may add where terms cancel (one rounding per 16-element K block, of at
-    most 2^-23 of the sum of |products|, doubled)."""
+def exact_products(tensors: list, sizes, alpha: torch.Tensor | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per group, the exact product times alpha[g] where given (float64: every value x scale and every
+    partial sum here is exact in it) and how far from it a correct result in c's dtype may lie: the
+    harness's tolerance, plus what fp32 accumulation may add where terms cancel (one rounding per
+    16-element K block, of at most 2^-23 of the sum of |products|, doubled), plus bf16's coarser
+    rounding where c is bf16."""
     exact = []
     for g, (m, n, k, _) in enumerate(sizes):
-        a, b, _, sfa, sfb = group_tensors(tensors, g)
+        a, b, c, sfa, sfb = group_tensors(tensors, g)
         lhs = dequantize(a, plain_scales(sfa, m, k)).double()
         rhs = dequantize(b, plain_scales(sfb, n, k)).double()
-        value = lhs @ rhs.T
-        allowance = TOLERANCE + TOLERANCE * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T)
+        factor = 1.0 if alpha is None else alpha[g].double()
+        value = lhs @ rhs.T * factor
+        rounding = 2.0**-8 if c is not None and c.dtype == torch.bfloat16 else 0.0
+        allowance = (TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor)
         exact.append((value.unsqueeze(-1), allowance.unsqueeze(-1)))
     return exact
 
@@ -4519,21 +4654,27 @@ def first_mismatch(out: list, exact: list) -> str | None:
     return None
 
 
+SELF_CHECK_ALPHA = (0.5, 3.0, 2.0**-10)  # per group of the check's second call: below, above and far below 1
+
+
 def self_check_failure(path: KernelPath, device: torch.device) -> str | None:
     """What went wrong when `path` computed self_check_input() (outside exact_products()' bounds,
-    or a launch or CUDA error) in any of its tile shapes, or None."""
+    or a launch or CUDA error) in any of its tile shapes, into fp16 and again into bf16 with alpha
+    (the epilogue's other path), or None."""
     chosen = path.tiles
     try:
         for tiles in path.tile_shapes:
             path.tiles = tiles
-            tensors, sizes = self_check_input(device)  # new tensors: a plan of their own, in this shape
-            try:
-                path(tensors, sizes, 3)
-                failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes))  # waits for the kernel
-            except (RuntimeError, ValueError) as e:
-                failure = f"{type(e).__name__}: {e}"
-            if failure is not None:
-                return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[path.arch][tiles]} tiles: {failure}"
+            for out_dtype, alpha in ((torch.float16, None), (torch.bfloat16, torch.tensor(SELF_CHECK_ALPHA, device=device))):
+                tensors, sizes = self_check_input(device, out_dtype)  # new tensors: a plan of their own, in this shape
+                try:
+                    path(tensors, sizes, 3, alpha)
+                    failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes, alpha))  # waits for the kernel
+                except (RuntimeError, ValueError) as e:
+                    failure = f"{type(e).__name__}: {e}"
+                if failure is not None:
+                    failure = failure if alpha is None else f"bf16 output with alpha: {failure}"
+                    return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[path.arch][tiles]} tiles: {failure}"
         return None
     finally:
         path.tiles = chosen
@@ -4545,8 +4686,8 @@ class Fallback:
     def __init__(self, path, kernel: str, failure: str):
         self.path, self.kernel, self.failure = path, kernel, failure
 
-    def __call__(self, tensors: list, sizes) -> None:
-        self.path(tensors, sizes)
+    def __call__(self, tensors: list, sizes, alpha=None) -> None:
+        self.path(tensors, sizes, alpha)
 
 
 def kernel_name(path: KernelPath) -> str:
@@ -4652,18 +4793,18 @@ def select_path(device: torch.device):
     return _paths[device]
 
 
-def run(tensors: list, sizes, operand_rank: int) -> None:
-    """The grouped GEMM of a call (tensors and sizes as layout.py describes them) into its c tensors,
-    on the path of the tensors' device, on the caller's current queue."""
+def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
+    """The grouped GEMM of a call (tensors, sizes and alpha as layout.py describes them) into its c
+    tensors, on the path of the tensors' device, on the caller's current queue."""
     first = tensors[0] if tensors else None
     if not isinstance(first, torch.Tensor):
-        validate(tensors, sizes, operand_rank)
+        validate(tensors, sizes, operand_rank, alpha)
     path = _paths.get(first.device) or select_path(first.device)
     if isinstance(path, KernelPath):  # it validates on its own misses
-        path(tensors, sizes, operand_rank)
+        path(tensors, sizes, operand_rank, alpha)
     else:
-        validate(tensors, sizes, operand_rank)
-        path(tensors, sizes)
+        validate(tensors, sizes, operand_rank, alpha)
+        path(tensors, sizes, alpha)
 
 
 def describe_path(path) -> str:

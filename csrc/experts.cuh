@@ -28,7 +28,8 @@ struct ExpertArgs {
   const uint8_t* a;       // packed FP4 rows [total_rows][K/2]
   const uint8_t* sfa;     // A's scale atoms [sf_rows / 128][K/64][512]
   const uint8_t* sfb;     // B's, expert after expert: [E][ceil(N/128)][K/64][512]
-  __half* c;              // [total_rows][N]
+  __half* c;              // [total_rows][N], fp16 or bf16 (out.bf16)
+  OutputArgs out;         // alpha per expert (alpha_stride 0) or per expert and column ([E][N], alpha_stride 1); C's type
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
   int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
@@ -186,10 +187,12 @@ __device__ __forceinline__ void build_schedule(const ExpertArgs& a) {
   }
 }
 
-// A tile for the GEMM's roles: its group's (or expert's) arguments, the tensor maps it loads from,
-// the group's first row in them, and which chunk of rows and block of columns it is.
+// A tile for the GEMM's roles: its group's (or expert's) arguments and output (output_of_group), the
+// tensor maps it loads from, the group's first row in them, and which chunk of rows and block of
+// columns it is.
 struct TileJob {
   GroupArgs g;
+  OutputArgs out;
   const CUtensorMap* tmap_a;
   const CUtensorMap* tmap_b;
   int a_row0, b_row0;  // the group's first row in tmap_a (and C's rows) and in tmap_b
@@ -205,7 +208,8 @@ struct ListTiles {
   __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
     const Tile t = unpack_tile(args.tiles[first + i]);
-    return TileJob{args.groups[t.group], &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
+    const GroupArgs& g = args.groups[t.group];
+    return TileJob{g, output_of_group(args.out, g.alpha_index), &args.tmap_a[t.group], &args.tmap_b[t.group], 0, 0, t.m_chunk, t.n_block};
   }
 };
 
@@ -255,7 +259,8 @@ struct ExpertTiles {
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
     g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
-    return TileJob{g, &args.tmap_a[box_class], &args.tmap_b, first, e * a.n, m_chunk, local % nb};
+    return TileJob{g, output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)), &args.tmap_a[box_class], &args.tmap_b, first,
+                   e * a.n, m_chunk, local % nb};
   }
 };
 

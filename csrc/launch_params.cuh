@@ -10,14 +10,25 @@ constexpr int kMaxCtas = 256;
 constexpr int kMaxTilesPerLaunch = 3072;
 constexpr int kMaxKernelParamBytes = 32764;
 
+// What the epilogue makes of a group's fp32 sums: each times alpha where there is one (the product
+// of the operands' global scales in two-level NVFP4), then rounded to fp16 or bf16. alpha is read on
+// the GPU only, as a tile is stored, so a graph replays with whatever values it holds then.
+struct OutputArgs {
+  const float* alpha;  // null: the sums as they are; else one value per group (per expert), or per group and column of C
+  int alpha_stride;    // 0: one value per group; 1: one per column of C (the group's values alpha[0 .. N - 1])
+  int bf16;            // 1: C holds bf16, 0: fp16
+};
+
 struct GroupArgs {
   const uint8_t* sfa;   // reordered scales: [ceil(M/128)][K/64][512-byte atom]
   const uint8_t* sfb;
-  __half* c;            // [M][N] row-major
+  __half* c;            // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
   int m, n, k;
   int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
   int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
+  int alpha_index;      // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
 };
+static_assert(sizeof(GroupArgs) == 48, "a launch's 64 groups fit the kernel parameters only at 48 bytes each");
 
 struct LaunchArgs {
   CUtensorMap tmap_a[kMaxGroupsPerLaunch];  // packed FP4 A: [M rows][K/2 bytes]
@@ -25,6 +36,7 @@ struct LaunchArgs {
   GroupArgs groups[kMaxGroupsPerLaunch];
   uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
   uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  OutputArgs out;                           // alpha over the call's groups (GroupArgs::alpha_index), C's type
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
@@ -38,6 +50,25 @@ struct PrepassGroup {
 struct PrepassArgs {
   PrepassGroup groups[kMaxGroupsPerLaunch];
 };
+
+// A group's alpha (its first value, null when there is none), from a launch's and the group's first index.
+__host__ __device__ inline OutputArgs output_of_group(const OutputArgs& launch, int64_t first) {
+  return OutputArgs{launch.alpha ? launch.alpha + first : nullptr, launch.alpha_stride, launch.bf16};
+}
+// The factor of C column `column` of a group (output_of_group), 1 without alpha: multiplying by 1 leaves
+// every sum as it was, so a call without alpha rounds exactly what it always has.
+__device__ __forceinline__ float alpha_at(const OutputArgs& out, int column) {
+  return out.alpha ? __ldg(out.alpha + int64_t(column) * out.alpha_stride) : 1.0f;
+}
+// Two fp32 values as the bits of two fp16 or two bf16 (the lower in the low half), rounded to nearest even.
+__device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
+  if (bf16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,

@@ -33,8 +33,10 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // workspace: nvfp4_workspace_bytes of device memory that stays with the plan (its graph bakes it in).
 // tiles: -1 the tile shape the schedule chooses, or one of Arch's shapes (sm_100a: 0 unswapped, 1
 // swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, void** plan_out,
-                      char* err, int err_len) {
+// alpha: null, or a float32 device array of one value per group (read by the kernels only);
+// out_bf16: 1 when every C is bf16, 0 when fp16.
+int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, const float* alpha,
+                      int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
   if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
@@ -45,7 +47,7 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
   // A dry run assumes that every two SMs can hold a CTA pair; a plan to launch asks the device.
   int max_pairs = num_sms / 2;
   if ((!dry_run && (!prepare_kernels(st) || !pairs_that_fit(num_sms, &max_pairs, st))) ||
-      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, *plan, st)) {
+      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, nvfp4::OutputArgs{alpha, 0, out_bf16 != 0}, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -90,11 +92,13 @@ void nvfp4_plan_destroy(void* plan) {
 // ---- the MoE forms and quantization (host/experts.cuh)
 // desc: a, b, c, sfa, sfb, masked_m, offsets, sf_offsets (data pointers; masked_m null in the offset
 // form, offsets and sf_offsets null in the masked form), then E, total rows, rows per expert
-// (masked), scale rows of sfa, N, K.
+// (masked), scale rows of sfa, N, K; then alpha (a float32 device pointer, 0 for none), alpha's
+// stride along C's columns (0: one value per expert, 1: [E][N]) and 1 for bf16 C (0: fp16).
 static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
   auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
   return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
-                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13])};
+                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13]),
+                                    nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
 }
 int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
 // workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
@@ -102,11 +106,13 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
   nvfp4::host::Status st{err, err_len};
   return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
-// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x.
+// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x;
+// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row.
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
   const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7])};
+                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
@@ -259,12 +265,15 @@ struct HostPairs {
 
 extern "C" {
 // The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
-// (bf16: 1) elements to 8 code bytes and a scale byte each.
-void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, uint8_t* codes, uint8_t* scales) {
+// (bf16: 1) elements to 8 code bytes and a scale byte each; global_scale: null (the one-level
+// recipe) or one global scale per block.
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes, uint8_t* scales) {
+  using nvfp4::HostPairs, nvfp4::quantize_block;
   for (int64_t b = 0; b < blocks; ++b) {
     uint32_t w[8];
     std::memcpy(w, x + 16 * b, sizeof w);
-    const nvfp4::QuantizedBlock q = bf16 ? nvfp4::quantize_block<nvfp4::HostPairs<true>>(w) : nvfp4::quantize_block<nvfp4::HostPairs<false>>(w);
+    const nvfp4::QuantizedBlock q = global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
+                                                 : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
   }

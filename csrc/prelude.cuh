@@ -4,6 +4,7 @@
 // code and its host emulation share.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,4 @@
 #pragma once
-#include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include "prelude.cuh"
 #include "launch_params.cuh"
@@ -10,16 +9,21 @@ namespace nvfp4 {
 // in the low nibble) and E4M3 scales, one per 16 elements, in the reordered layout per batch entry
 // ([ceil(rows/128)][K/64][512-byte atom]). Per 16 elements: amax = max |x| in fp32, the scale s =
 // amax / 6 (fp32) rounded to nearest-even E4M3 and saturated at 448, each code the nearest-even
-// E2M1 value of x / s (the fp32 quotient), saturated at 6. nvfp4/quantize.py holds the same recipe in
-// PyTorch; the two agree bit for bit (tests). What special values become (docs/MOE.md): NaN counts
-// as +inf in amax and becomes a zero code; inf saturates its block's scale to 448 and itself to
-// +-6; a block whose scale rounds to 0 gets zero codes; the sign of every code is the sign bit of x.
+// E2M1 value of x / s (the fp32 quotient), saturated at 6. With a global scale G (the dequantization
+// scale a checkpoint stores as input_scale, so that x ~ code * s * G): s = E4M3((amax / 6) / G), two
+// fp32 quotients, and each code that of x / (s * G), the fp32 product then the fp32 quotient; G = 1
+// gives the one-level recipe exactly. nvfp4/quantize.py holds the same recipe in PyTorch; the two
+// agree bit for bit (tests). What special values become (docs/MOE.md): NaN counts as +inf in amax
+// and becomes a zero code; inf saturates its block's scale to 448 and itself to +-6; a block whose
+// scale rounds to 0 gets zero codes; the sign of every code is the sign bit of x.
 struct QuantizeArgs {
   const void* x;
   uint8_t* q;
   uint8_t* sf;
   const int* masked_m;  // optional [batch]: only rows below masked_m[b] (clamped to [0, rows]) are written
   int batch, rows, k, bf16;
+  const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
+  int global_scale_batch_stride, global_scale_row_stride;
 };
 constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
@@ -78,26 +82,57 @@ struct QuantizedBlock {
   uint32_t codes[2];
   uint8_t scale;
 };
+// The block's |x| pairs and its amax in fp32 (NaN as +inf).
 template <class P>
-__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
-  uint32_t abs_pair[8], amax = 0;
+__host__ __device__ inline float block_amax(const uint32_t (&w)[8], uint32_t (&abs_pair)[8]) {
+  uint32_t amax = 0;
   for (int i = 0; i < 8; ++i) abs_pair[i] = w[i] & 0x7FFF7FFFu, amax = P::max_nan(amax, abs_pair[i]);
   amax = P::max_nan(amax, byte_perm(amax, 0, 0x1032));  // both halves: the block's, NaN if any is
   const float amax_f = P::low(amax);
-  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8((isnan(amax_f) ? INFINITY : amax_f) / 6.0f, __NV_SATFINITE, __NV_E4M3);
-  const E2m1Bounds<P> bounds(__half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))));
+  return isnan(amax_f) ? INFINITY : amax_f;
+}
+// A block's codes from each pair's two magnitude codes (magnitude(i): the low half's in bits 0-2,
+// the high half's in bits 16-18), with the signs of x, and its scale byte.
+template <class Magnitudes>
+__host__ __device__ inline QuantizedBlock pack_block(const uint32_t (&w)[8], Magnitudes magnitude, __nv_fp8_storage_t scale) {
   // Per pair, each half's code and sign as a nibble (low half in bits 0-3, high in 16-19), then the
   // two nibbles as byte 0, four pairs to a word.
   uint32_t packed[8];
   for (int i = 0; i < 8; ++i) {
-    const uint32_t nibbles = bounds.magnitudes(abs_pair[i]) | ((w[i] >> 12) & 0x00080008u);
+    const uint32_t nibbles = magnitude(i) | ((w[i] >> 12) & 0x00080008u);
     packed[i] = nibbles | (nibbles >> 12);
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
     q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
-  q.scale = byte;
+  q.scale = scale;
   return q;
+}
+__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))); }
+
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
+  uint32_t abs_pair[8];
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(block_amax<P>(w, abs_pair) / 6.0f, __NV_SATFINITE, __NV_E4M3);
+  const E2m1Bounds<P> bounds(e4m3_value(byte));
+  return pack_block(w, [&](int i) { return bounds.magnitudes(abs_pair[i]); }, byte);
+}
+
+// The nearest-even E2M1 magnitude code of a non-negative fp32 quotient (NaN: 0), saturated at 6:
+// the count of rounding thresholds it passes (E2m1Bounds' ties).
+__host__ __device__ inline uint32_t e2m1_magnitude(float v) {
+  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) + uint32_t(v >= 3.5f) +
+         uint32_t(v > 5.0f);
+}
+// The two-level recipe (global scale g): the codes from fp32 quotients x / (s * g), which are not
+// exact in 16 bits, so each is divided rather than compared with the scale's bounds.
+template <class P>
+__host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8], float g) {
+  uint32_t abs_pair[8];
+  const __nv_fp8_storage_t byte = __nv_cvt_float_to_fp8(block_amax<P>(w, abs_pair) / 6.0f / g, __NV_SATFINITE, __NV_E4M3);
+  const float scale = e4m3_value(byte) * g;
+  auto magnitude = [&](float x) { return scale > 0.0f ? e2m1_magnitude(x / scale) : 0u; };
+  return pack_block(w, [&](int i) { return magnitude(P::low(abs_pair[i])) | magnitude(P::low(abs_pair[i] >> 16)) << 16; }, byte);
 }
 
 // Where a thread's grid-stride walk over the items [batch][padded rows][units of a row] stands (a
@@ -129,9 +164,11 @@ struct QuantizeCursor {
 
 // One thread per (row, two 16-element blocks j, j + 1): their 16 codes as 16 bytes and their scale
 // bytes, neighbours in one atom (j is even). Scale rows past `rows` up to the atom's 128 are written
-// as zeros; rows a mask leaves out are not written.
-template <bool kBf16>
-__global__ void __launch_bounds__(kQuantizeThreads, kQuantizeCtasPerSm) quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
+// as zeros; rows a mask leaves out are not written. kTwoLevel: with a global scale, whose divisions
+// need more registers than the one-level recipe's 40 (fewer CTAs an SM instead of spills).
+template <bool kBf16, bool kTwoLevel>
+__global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPerSm - 2 : kQuantizeCtasPerSm)
+    quantize_nvfp4(const __grid_constant__ QuantizeArgs a) {
   const int units_per_row = a.k / (16 * kQuantizeBlocksPerThread), padded_rows = (a.rows + 127) / 128 * 128;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = int64_t(gridDim.x) * blockDim.x;
   for (QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < a.batch; at.advance()) {
@@ -151,7 +188,13 @@ __global__ void __launch_bounds__(kQuantizeThreads, kQuantizeCtasPerSm) quantize
     for (int i = 0; i < 4; ++i) v[i] = __ldcs(x + i);  // read once: evict first
     const uint32_t w0[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
     const uint32_t w1[8] = {v[2].x, v[2].y, v[2].z, v[2].w, v[3].x, v[3].y, v[3].z, v[3].w};
-    const QuantizedBlock q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
+    QuantizedBlock q0, q1;
+    if constexpr (kTwoLevel) {
+      const float g = a.global_scale[int64_t(b) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
+      q0 = quantize_block<Pairs<kBf16>>(w0, g), q1 = quantize_block<Pairs<kBf16>>(w1, g);
+    } else {
+      q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
+    }
     *reinterpret_cast<uint4*>(a.q + row * (a.k / 2) + j * 8) = uint4{q0.codes[0], q0.codes[1], q1.codes[0], q1.codes[1]};
     *scales = uint16_t(q0.scale | (q1.scale << 8));
   }

@@ -1,4 +1,4 @@
-"""NVFP4 block-scaled grouped GEMM: per group, (A * SFA) @ (B * SFB)^T in fp16, exact.
+"""NVFP4 block-scaled grouped GEMM: per group, alpha * (A * SFA) @ (B * SFB)^T in fp16 or bf16, exact.
 
     import nvfp4
     out = nvfp4.grouped_gemm(a, b, sfa, sfb)    # torch.ops.nvfp4.grouped_gemm

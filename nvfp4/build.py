@@ -66,7 +66,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     ptr = ctypes.POINTER
     signatures = {
         "nvfp4_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64), c_int]),
-        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, ptr(c_void), c_char, c_int]),
+        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, c_void, c_int, ptr(c_void), c_char, c_int]),
         "nvfp4_prepare_device": (c_int, [c_char, c_int]),
         "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
         "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),

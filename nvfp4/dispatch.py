@@ -42,18 +42,18 @@ def select_path(device: torch.device):
     return _paths[device]
 
 
-def run(tensors: list, sizes, operand_rank: int) -> None:
-    """The grouped GEMM of a call (tensors and sizes as layout.py describes them) into its c tensors,
-    on the path of the tensors' device, on the caller's current queue."""
+def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
+    """The grouped GEMM of a call (tensors, sizes and alpha as layout.py describes them) into its c
+    tensors, on the path of the tensors' device, on the caller's current queue."""
     first = tensors[0] if tensors else None
     if not isinstance(first, torch.Tensor):
-        validate(tensors, sizes, operand_rank)
+        validate(tensors, sizes, operand_rank, alpha)
     path = _paths.get(first.device) or select_path(first.device)
     if isinstance(path, KernelPath):  # it validates on its own misses
-        path(tensors, sizes, operand_rank)
+        path(tensors, sizes, operand_rank, alpha)
     else:
-        validate(tensors, sizes, operand_rank)
-        path(tensors, sizes)
+        validate(tensors, sizes, operand_rank, alpha)
+        path(tensors, sizes, alpha)
 
 
 def describe_path(path) -> str:

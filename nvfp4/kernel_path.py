@@ -1,7 +1,7 @@
 """A compiled CUDA path: launch plans cached per call, their CUDA graphs, and the per-call hot path.
 
 Every launch goes to the caller's current queue (launch_queue.py). Outside a graph capture, a call's
-signature (the queue, every data pointer and tensor object, the sizes) keys a launch plan: the first
+signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan: the first
 call validates the input, makes the plan and launches it plainly; the second builds the plan's CUDA
 graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
 is made for that call alone and launched into the caller's graph, with its workspace from the
@@ -20,7 +20,7 @@ import torch
 
 from .build import EMULATION_SEED_ENV
 from .launch_queue import capturing, current_queue
-from .layout import E4M3_DTYPES, F16_DTYPES, FP4_DTYPES, group_shapes, group_tensors, packed_scale_strides
+from .layout import E4M3_DTYPES, FP4_DTYPES, OUT_DTYPES, group_shapes, group_tensors, packed_scale_strides
 from .portable import portable_kernel
 from .validate import validate
 
@@ -116,19 +116,20 @@ class KernelPath:
             raise RuntimeError(f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}")
         self.emulation_seed = seed
 
-    def __call__(self, tensors: list, sizes, operand_rank: int) -> None:
-        """The grouped GEMM of `tensors` (layout.py) into their c tensors, on the caller's current queue
-        of the current device (where the tensors must be)."""
+    def __call__(self, tensors: list, sizes, operand_rank: int, alpha=None) -> None:
+        """The grouped GEMM of `tensors` (layout.py) into their c tensors, times alpha where given, on
+        the caller's current queue of the current device (where the tensors must be)."""
         device = _current_device()
         queue = current_queue(device)
         with self._lock:
             try:
-                key = (device, queue, operand_rank, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
+                alpha_key = None if alpha is None else (_data_ptr(alpha), id(alpha))
+                key = (device, queue, operand_rank, alpha_key, *map(_data_ptr, tensors), *map(id, tensors), *sizes)
                 plan = self._plans.get(key)
             except (TypeError, AttributeError):  # non-tensors or unhashable sizes: validation says what is wrong
-                validate(tensors, sizes, operand_rank)
+                validate(tensors, sizes, operand_rank, alpha)
                 if any(type(size) is not tuple for size in sizes):  # sizes given as lists: the same problem
-                    return self(tensors, [tuple(size) for size in sizes], operand_rank)
+                    return self(tensors, [tuple(size) for size in sizes], operand_rank, alpha)
                 raise
             self._calls += 1
             if plan is not None and plan.graph and plan.alive and not capturing():
@@ -137,7 +138,7 @@ class KernelPath:
                 if rc:
                     raise self._launch_error(rc)
                 return
-            self._uncached_call(key, plan, tensors, operand_rank, queue)
+            self._uncached_call(key, plan, tensors, operand_rank, queue, alpha)
 
     def _launch_error(self, rc: int) -> RuntimeError:
         return RuntimeError(f"nvfp4 grouped gemm: cudaGraphLaunch failed: {self.lib.nvfp4_error_string(rc).decode()}")
@@ -156,28 +157,28 @@ class KernelPath:
             return current
         return workspace
 
-    def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int) -> None:
+    def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int, alpha) -> None:
         capture = capturing()
         if not capture:  # nothing is destroyed during a capture
             self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         count = len(tensors)
-        device, pointers, sizes = key[0], key[3:3 + count], key[3 + 2 * count:]  # the key's layout: see __call__
+        device, pointers, sizes = key[0], key[4:4 + count], key[4 + 2 * count:]  # the key's layout: see __call__
         if plan is None or not plan.alive:
-            if not kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank):
-                validate(tensors, sizes, operand_rank)
+            if not (kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)):
+                validate(tensors, sizes, operand_rank, alpha)
                 reason = kernel_unsupported(tensors, sizes, self.k_multiple, device)
                 if reason:
                     warnings.warn(f"nvfp4 grouped gemm: {reason}; using the portable path", stacklevel=4)
-                    portable_kernel(tensors, sizes)
+                    portable_kernel(tensors, sizes, alpha)
                     return
         if capture:
-            self._launch_into_capture(tensors, sizes, pointers, queue, err)
+            self._launch_into_capture(tensors, sizes, pointers, queue, err, alpha)
             return
         if plan is None:
             while len(self._plans) >= self.capacity:
                 self._release(min(self._plans, key=lambda k: self._plans[k].last_used))
-            made = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, self._shared_workspace(queue), pointers, self.tiles)
+            made = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, self._shared_workspace(queue), pointers, self.tiles, alpha)
             plan = self._plans[key] = _Plan(key, *made, self._dead)
             if self.lib.nvfp4_plan_launch(plan.handle, queue, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch failed: {err.value.decode()}")
@@ -192,13 +193,13 @@ class KernelPath:
                 raise self._launch_error(rc)
         plan.last_used = self._calls
         if not plan.alive:
-            plan.vouch(tensors)
+            plan.vouch(tensors if alpha is None else [*tensors, alpha])
 
-    def _launch_into_capture(self, tensors, sizes, pointers, queue: int, err) -> None:
+    def _launch_into_capture(self, tensors, sizes, pointers, queue: int, err, alpha) -> None:
         """The call's kernels captured into the caller's graph: a plan for this call alone, its
         workspace from torch's allocator inside the capture (the capture's pool, which the graph keeps
         while it lives), no private graph, no host sync."""
-        handle, workspace = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, new_workspace, pointers, self.tiles)
+        handle, workspace = create_plan(self.lib, tensors, sizes, self.num_sms, 0, err, new_workspace, pointers, self.tiles, alpha)
         try:
             if self.lib.nvfp4_plan_launch(handle, queue, err, len(err)):
                 raise RuntimeError(f"nvfp4 grouped gemm: launch into the graph capture failed: {err.value.decode()}")
@@ -225,9 +226,9 @@ def new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
 
 
 def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: int, err, workspace=new_workspace,
-                pointers=None, tiles: int = TILES_CHOSEN) -> tuple[int, torch.Tensor | None]:
-    """A C++ plan for the call (tensors and sizes as layout.py describes them) and the workspace it
-    uses (keep it alive as long as the plan).
+                pointers=None, tiles: int = TILES_CHOSEN, alpha: torch.Tensor | None = None) -> tuple[int, torch.Tensor | None]:
+    """A C++ plan for the call (tensors, sizes and alpha as layout.py describes them; C's dtype from
+    group 0's c) and the workspace it uses (keep it alive as long as the plan).
 
     workspace(nbytes, device) gives the device memory, when the plan needs any. pointers: the
     tensors' data pointers, when the caller has them. Returns (handle, workspace or None); dry_run
@@ -244,7 +245,9 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
     buffer = workspace(nbytes, tensors[0].device) if nbytes else None
     handle = ctypes.c_void_p()
     pointer = buffer.data_ptr() if buffer is not None else None
-    if lib.nvfp4_plan_create(packed, g, num_sms, tiles, dry_run, pointer, ctypes.byref(handle), err, len(err)):
+    alpha_pointer = alpha.data_ptr() if alpha is not None else None
+    out_bf16 = int(tensors[2].dtype == torch.bfloat16)
+    if lib.nvfp4_plan_create(packed, g, num_sms, tiles, dry_run, pointer, alpha_pointer, out_bf16, ctypes.byref(handle), err, len(err)):
         raise ValueError(f"nvfp4 grouped gemm: {err.value.decode()}")
     return handle.value, buffer
 
@@ -304,7 +307,8 @@ def _expected_layout(sizes: tuple, k_multiple: int, operand_rank: int) -> tuple[
     return shapes + scale_shapes, scale_strides, None if all(used) else tensor_used
 
 
-_FP4, _F16, _E4M3 = frozenset(FP4_DTYPES), frozenset(F16_DTYPES), frozenset(E4M3_DTYPES)
+_FP4, _E4M3 = frozenset(FP4_DTYPES), frozenset(E4M3_DTYPES)
+_OUT = [{dtype} for dtype in OUT_DTYPES]  # every group's c of one of them
 _shape_of, _dtype_of = attrgetter("shape"), attrgetter("dtype")
 
 
@@ -325,9 +329,15 @@ def kernel_takes(tensors: list, sizes: tuple, pointers, k_multiple: int, device_
         abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g:])], [*compress(pointers, used)]
     return (list(map(_shape_of, tensors)) == shapes
             and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
-            and set(map(_dtype_of, abc_flat[2::3])) <= _F16
+            and set(map(_dtype_of, abc_flat[2::3])) in _OUT
             and set(map(_dtype_of, scales)) <= _E4M3
             and set(map(torch.Tensor.get_device, tensors)) == {device_index}
             and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
             and all(map(torch.Tensor.is_contiguous, abc_used))
             and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
+
+
+def alpha_takes(alpha, groups: int, device_index: int) -> bool:
+    """True when alpha is absent, or a contiguous float32 [groups] tensor on device `device_index`."""
+    return alpha is None or (type(alpha) is torch.Tensor and alpha.dtype == torch.float32 and alpha.shape == (groups,)
+                             and alpha.get_device() == device_index and alpha.is_contiguous())

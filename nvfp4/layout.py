@@ -2,8 +2,9 @@
 
 A call's tensors travel as one flat list in a fixed order: a, b, c of every group, then sfa, sfb
 of every group (the leaderboard's `abc` list flattened, then its reordered scale pairs), with the
-sizes as (M, N, K, 1) per group. a, b and c are either the leaderboard's [rows, cols, 1] tensors
-(operand rank 3) or plain matrices (rank 2); the scales are always in the leaderboard's reordered
+sizes as (M, N, K, 1) per group, and optionally alpha, float32 [groups] on the device. a, b and c
+are either the leaderboard's [rows, cols, 1] tensors (operand rank 3) or plain matrices (rank 2);
+c is fp16 or bf16, one dtype for all groups; the scales are always in the leaderboard's reordered
 layout, [32, 4, ceil(rows/128), 4, K/64, 1] (docs/PROBLEM.md, section 3).
 """
 from itertools import chain
@@ -11,9 +12,9 @@ from itertools import chain
 import torch
 
 FP4_DTYPES = (torch.float4_e2m1fn_x2, torch.uint8)
-F16_DTYPES = (torch.float16,)
+OUT_DTYPES = (torch.float16, torch.bfloat16)  # c: every group's of one of them
 E4M3_DTYPES = (torch.float8_e4m3fn,)
-TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", F16_DTYPES), ("sfa", E4M3_DTYPES), ("sfb", E4M3_DTYPES))
+TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", OUT_DTYPES), ("sfa", E4M3_DTYPES), ("sfb", E4M3_DTYPES))
 
 
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:

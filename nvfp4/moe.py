@@ -3,7 +3,8 @@
     out = nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m)                      # a [E, max_m, K/2]
     out = nvfp4.grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets)  # a [total_m, K/2]
 
-Expert e multiplies its rows of A by b[e] ([N, K/2] FP4) into the same rows of out (fp16). The
+Expert e multiplies its rows of A by b[e] ([N, K/2] FP4), times alpha[e] where given, into the same
+rows of out (fp16 or bf16). The
 counts (masked_m, or the offsets) are read on the GPU only: nothing waits for the GPU, and a CUDA
 graph captured once replays with whatever counts the tensors hold then. Rows no expert owns (in the
 masked form, rows at or past masked_m[e]) are not written. Scales are in the blocked form,
@@ -22,6 +23,7 @@ from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocke
 
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
+OUT = (torch.float16, torch.bfloat16)
 
 
 def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
@@ -57,7 +59,17 @@ def _check_experts(what: str, a, b, sfb):
     return experts, n, k
 
 
-def masked_problem(a, sfa, b, sfb, masked_m, out=None) -> tuple[int, int, int, int]:
+def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
+    if alpha is None:
+        return
+    if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) not in ((experts,), (experts, n)):
+        raise ValueError(f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got "
+                         f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+    if alpha.device != device or not alpha.is_contiguous():
+        raise ValueError(f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {alpha.device}")
+
+
+def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int, int, int, int]:
     """(E, max_m, N, K) of a masked call; ValueError naming what is wrong."""
     if not isinstance(a, torch.Tensor) or a.dim() != 3:
         raise ValueError(f"nvfp4.grouped_gemm_masked: a must be [E, max_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
@@ -67,11 +79,12 @@ def masked_problem(a, sfa, b, sfb, masked_m, out=None) -> tuple[int, int, int, i
     _check("nvfp4.grouped_gemm_masked: sfa", sfa, SCALE, (experts, *blocked_scale_shape(max_m, k)), a.device)
     _check("nvfp4.grouped_gemm_masked: masked_m", masked_m, (torch.int32,), (experts,), a.device)
     if out is not None:
-        _check("nvfp4.grouped_gemm_masked: out", out, (torch.float16,), (experts, max_m, n), a.device)
+        _check("nvfp4.grouped_gemm_masked: out", out, OUT, (experts, max_m, n), a.device)
+    _check_alpha("grouped_gemm_masked", alpha, experts, n, a.device)
     return experts, max_m, n, k
 
 
-def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None) -> tuple[int, int, int, int, int]:
+def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=None) -> tuple[int, int, int, int, int]:
     """(E, total_m, scale rows of sfa, N, K) of an offset call; ValueError naming what is wrong."""
     if not isinstance(a, torch.Tensor) or a.dim() != 2:
         raise ValueError(f"nvfp4.grouped_gemm_offsets: a must be [total_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
@@ -84,7 +97,8 @@ def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None) -> tup
     _check("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
     _check("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
     if out is not None:
-        _check("nvfp4.grouped_gemm_offsets: out", out, (torch.float16,), (total, n), a.device)
+        _check("nvfp4.grouped_gemm_offsets: out", out, OUT, (total, n), a.device)
+    _check_alpha("grouped_gemm_offsets", alpha, experts, n, a.device)
     return experts, total, sfa.shape[0] * 128, n, k
 
 
@@ -137,16 +151,27 @@ def _decoded_per_expert(packed: torch.Tensor, blocked: torch.Tensor) -> torch.Te
                         for e in range(packed.shape[0])])
 
 
-def masked_portable(a, sfa, b, sfb, masked_m, out) -> None:
-    """Exact decode, float32 accumulation, rows below masked_m[e] written; no host sync."""
+def _expert_alpha(alpha: torch.Tensor | None, e: int | None = None) -> torch.Tensor | float:
+    """Expert e's alpha shaped to multiply its [rows, N] products (every expert's, to multiply
+    [E, rows, N], when e is None)."""
+    if alpha is None:
+        return 1.0
+    if e is not None:
+        return alpha[e]
+    return alpha[:, None, None] if alpha.dim() == 1 else alpha[:, None, :]
+
+
+def masked_portable(a, sfa, b, sfb, masked_m, out, alpha=None) -> None:
+    """Exact decode, float32 accumulation, times alpha, rows below masked_m[e] written; no host sync."""
     max_m = a.shape[1]
-    product = torch.bmm(_decoded_per_expert(a, sfa), _decoded_per_expert(b, sfb).transpose(1, 2)).to(torch.float16)
+    product = torch.bmm(_decoded_per_expert(a, sfa), _decoded_per_expert(b, sfb).transpose(1, 2))
+    product = (product * _expert_alpha(alpha)).to(out.dtype)
     rows = torch.arange(max_m, device=a.device)[None, :, None] < masked_m.clamp(0, max_m)[:, None, None]
     out.copy_(torch.where(rows, product, out))
 
 
-def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
-    """Exact decode, float32 accumulation, each expert's rows written; no host sync."""
+def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha=None) -> None:
+    """Exact decode, float32 accumulation, times alpha, each expert's rows written; no host sync."""
     total, sf_rows = a.shape[0], sfa.shape[0] * 128
     if not total:
         return
@@ -156,7 +181,7 @@ def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out) -> None:
     b_dec = _decoded_per_expert(b, sfb)
     result = out.clone()
     for e in range(b.shape[0]):
-        result = torch.where((expert == e)[:, None], (a_dec @ b_dec[e].T).to(torch.float16), result)
+        result = torch.where((expert == e)[:, None], ((a_dec @ b_dec[e].T) * _expert_alpha(alpha, e)).to(out.dtype), result)
     out.copy_(result)
 
 
@@ -176,8 +201,10 @@ def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelP
     return kernel
 
 
-def _launch(kernel: KernelPath, pointers: list, sizes: list, device: torch.device) -> None:
-    desc = (ctypes.c_int64 * 14)(*pointers, *sizes)
+def _launch(kernel: KernelPath, pointers: list, sizes: list, out: torch.Tensor, alpha: torch.Tensor | None) -> None:
+    device = out.device
+    output = [alpha.data_ptr(), int(alpha.dim() == 2)] if alpha is not None else [0, 0]
+    desc = (ctypes.c_int64 * 17)(*pointers, *sizes, *output, int(out.dtype == torch.bfloat16))
     nbytes = kernel.lib.nvfp4_experts_workspace_bytes(desc)
     workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)  # the caller's queue's memory (a capture's: its pool)
     err = ctypes.create_string_buffer(512)
@@ -185,26 +212,27 @@ def _launch(kernel: KernelPath, pointers: list, sizes: list, device: torch.devic
         raise RuntimeError(f"nvfp4 MoE grouped gemm: {err.value.decode()}")
 
 
-def masked_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor, out: torch.Tensor) -> None:
+def masked_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor, out: torch.Tensor,
+                alpha: torch.Tensor | None = None) -> None:
     """The masked form into out: the kernel of the tensors' device, or the portable path."""
-    experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out)
+    experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
     kernel = kernel_for(a)
     kernel = _kernel_takes(kernel, (a, sfa, b, sfb, masked_m, out), n, k)
     if kernel is None:
-        masked_portable(a, sfa, b, sfb, masked_m, out)
+        masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
         return
     pointers = [a.data_ptr(), b.data_ptr(), out.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), masked_m.data_ptr(), 0, 0]
-    _launch(kernel, pointers, [experts, experts * max_m, max_m, experts * sfa.shape[1] * 128, n, k], a.device)
+    _launch(kernel, pointers, [experts, experts * max_m, max_m, experts * sfa.shape[1] * 128, n, k], out, alpha)
 
 
 def offsets_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
-                 sf_offsets: torch.Tensor, out: torch.Tensor) -> None:
+                 sf_offsets: torch.Tensor, out: torch.Tensor, alpha: torch.Tensor | None = None) -> None:
     """The offset form into out: the kernel of the tensors' device, or the portable path."""
-    experts, total, sf_rows, n, k = offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
+    experts, total, sf_rows, n, k = offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
     kernel = kernel_for(a)
     kernel = _kernel_takes(kernel, (a, sfa, b, sfb, expert_offsets, sf_offsets, out), n, k)
     if kernel is None:
-        offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out)
+        offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
         return
     pointers = [a.data_ptr(), b.data_ptr(), out.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), 0, expert_offsets.data_ptr(), sf_offsets.data_ptr()]
-    _launch(kernel, pointers, [experts, total, 0, sf_rows, n, k], a.device)
+    _launch(kernel, pointers, [experts, total, 0, sf_rows, n, k], out, alpha)

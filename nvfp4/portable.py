@@ -19,13 +19,19 @@ def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     return values * scales.repeat_interleave(16, dim=1)
 
 
-def portable_kernel(tensors: list, sizes) -> None:
-    """Exact decode, fp32 accumulation; reads the reordered scales, as the GPU kernels do."""
+def scaled(product: torch.Tensor, alpha: torch.Tensor | None, g: int) -> torch.Tensor:
+    """A group's fp32 product times its alpha (no host read of alpha: it may live on a GPU)."""
+    return product if alpha is None else product * alpha[g]
+
+
+def portable_kernel(tensors: list, sizes, alpha=None) -> None:
+    """Exact decode, fp32 accumulation, times alpha[g] where given, rounded to c's dtype; reads the
+    reordered scales, as the GPU kernels do."""
     for g, (m, n, k, _) in enumerate(sizes):
         if m and n:
             a, b, c, sfa, sfb = group_tensors(tensors, g)
             product = dequantize(a, plain_scales(sfa, m, k)) @ dequantize(b, plain_scales(sfb, n, k)).T
-            matrix(c).copy_(product)
+            matrix(c).copy_(scaled(product, alpha, g))
 
 
 def blocked_scales(reordered: torch.Tensor) -> torch.Tensor:
@@ -34,11 +40,13 @@ def blocked_scales(reordered: torch.Tensor) -> torch.Tensor:
     return reordered.permute(5, 2, 4, 0, 1, 3).reshape(-1)
 
 
-def scaled_mm_kernel(tensors: list, sizes) -> None:
+def scaled_mm_kernel(tensors: list, sizes, alpha=None) -> None:
     """Per-group FP4 block-scaled `torch._scaled_mm` (sm_100-class GPUs only), as the reference
     computes there: the fallback when the sm_100a kernel fails its first-use self-check."""
     for g, (m, n, _, _) in enumerate(sizes):
         if m and n:
             a, b, c, sfa, sfb = group_tensors(tensors, g)
             lhs, rhs = matrix(a).view(torch.float4_e2m1fn_x2), matrix(b).view(torch.float4_e2m1fn_x2)
-            matrix(c).copy_(torch._scaled_mm(lhs, rhs.T, blocked_scales(sfa), blocked_scales(sfb), out_dtype=torch.float16))
+            out_dtype = c.dtype if alpha is None else torch.float32
+            product = torch._scaled_mm(lhs, rhs.T, blocked_scales(sfa), blocked_scales(sfb), out_dtype=out_dtype)
+            matrix(c).copy_(scaled(product, alpha, g))

@@ -2,11 +2,13 @@
 
     q, sf = nvfp4.quantize(x)                  # q [..., M, K/2] float4_e2m1fn_x2, sf [..., ceil(M/128), K/64, 32, 4, 4]
     q, sf = nvfp4.quantize(x, masked_m)        # x [E, max_m, K]: only rows below masked_m[e] are written
+    q, sf = nvfp4.quantize(x, global_scale=g)  # two-level: x ~ code * sf * g (g as checkpoints store input_scale)
 
 Per 16 elements of a row: amax = max |x| in float32; the scale s = amax / 6 (a float32 quotient)
 rounded to nearest-even E4M3 and saturated at 448; each code the nearest-even E2M1 value of x / s
-(a float32 quotient), saturated at 6. The scales come in the blocked form, the memory of the
-reordered layout (docs/MOE.md). The CUDA kernel (csrc/quantize.cuh) and quantize_portable() here
+(a float32 quotient), saturated at 6. With a global scale G: s = E4M3((amax / 6) / G) and each code
+that of x / (s * G), every step a float32 operation (G = 1 gives the same as none). The scales come
+in the blocked form, the memory of the reordered layout (docs/MOE.md). The CUDA kernel (csrc/quantize.cuh) and quantize_portable() here
 agree bit for bit; what zeros, subnormals, inf and NaN become is in docs/MOE.md.
 """
 import ctypes
@@ -53,15 +55,21 @@ def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> 
     return torch.arange(rows, device=device)[None, :] < masked_m.reshape(batch, 1).clamp(0, rows)
 
 
-def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor) -> None:
+def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor,
+                      global_scale: torch.Tensor | None = None) -> None:
     """The recipe in PyTorch, into q and sf (shapes as quantize() returns them); rows a mask leaves
     out keep what q and sf hold. No host sync: it runs inside a CUDA graph capture too."""
     *lead, rows, k = x.shape
     batch = math.prod(lead)  # not reshape's -1, which cannot tell the batch when rows is 0
     xs = x.reshape(batch, rows, k // 16, 16).float()
     amax = torch.where(torch.isnan(xs), torch.inf, xs.abs()).amax(-1)
-    scales = (amax / 6.0).clamp(max=448.0).to(torch.float8_e4m3fn)
-    s = scales.float().unsqueeze(-1)
+    if global_scale is None:
+        scales = (amax / 6.0).clamp(max=448.0).to(torch.float8_e4m3fn)
+        s = scales.float().unsqueeze(-1)
+    else:
+        g = global_scale_rows(global_scale, x)[..., None]  # [batch, rows, 1]
+        scales = (amax / 6.0 / g).clamp(max=448.0).to(torch.float8_e4m3fn)
+        s = (scales.float() * g).unsqueeze(-1)
     v = (xs / s).abs()
     magnitude = sum(((v >= t) if inclusive else (v > t)).to(torch.uint8) for t, inclusive in E2M1_TIES)
     magnitude = torch.where(s > 0, magnitude, torch.zeros_like(magnitude))
@@ -82,7 +90,27 @@ def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.T
     sf_bytes.copy_(torch.where(sf_mask, blocked, sf_bytes))
 
 
-def check_quantize_input(x, masked_m) -> None:
+def global_scale_strides(global_scale: torch.Tensor, x: torch.Tensor) -> tuple[int, int]:
+    """(per batch entry, per row) strides of a global scale checked by check_quantize_input."""
+    rows = x.shape[-2]
+    if global_scale.numel() == 1:
+        return 0, 0
+    if global_scale.dim() == 1 and x.dim() == 3 and global_scale.shape[0] == x.shape[0]:
+        return 1, 0
+    return rows, 1
+
+
+def global_scale_rows(global_scale: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The global scale of every (batch entry, row) of x, float32 [batch, rows] (a broadcast view)."""
+    *lead, rows, _ = x.shape
+    batch = math.prod(lead)
+    per_batch, per_row = global_scale_strides(global_scale, x)
+    if per_row:
+        return global_scale.reshape(batch, rows)
+    return global_scale.reshape(-1, 1).expand(batch, rows)
+
+
+def check_quantize_input(x, masked_m, global_scale=None) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16) or x.dim() < 2:
         raise ValueError(f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {getattr(x, 'dtype', type(x))} "
                          f"{tuple(getattr(x, 'shape', ()))}")
@@ -94,6 +122,15 @@ def check_quantize_input(x, masked_m) -> None:
                              f"{tuple(x.shape)}, masked_m {getattr(masked_m, 'dtype', type(masked_m))} {tuple(getattr(masked_m, 'shape', ()))}")
         if masked_m.device != x.device:
             raise ValueError(f"nvfp4.quantize: masked_m is on {masked_m.device}, x on {x.device}")
+    if global_scale is not None:
+        lead = x.shape[:-1]
+        shapes = {(), (1,), tuple(lead)} | ({(x.shape[0],)} if x.dim() == 3 else set())
+        if not isinstance(global_scale, torch.Tensor) or global_scale.dtype != torch.float32 or tuple(global_scale.shape) not in shapes:
+            raise ValueError(f"nvfp4.quantize: global_scale must be float32: one value ([] or [1]), one per batch entry of a 3-D x "
+                             f"([E]) or one per row ({list(lead)}); got {getattr(global_scale, 'dtype', type(global_scale).__name__)} "
+                             f"{tuple(getattr(global_scale, 'shape', ()))} for x {tuple(x.shape)}")
+        if global_scale.device != x.device or not global_scale.is_contiguous():
+            raise ValueError(f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {global_scale.device}")
 
 
 def new_quantize_outputs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -102,16 +139,19 @@ def new_quantize_outputs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             x.new_empty((*lead, *blocked_scale_shape(rows, k)), dtype=torch.float8_e4m3fn))
 
 
-def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor, kernel: KernelPath | None) -> None:
+def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor, kernel: KernelPath | None,
+                  global_scale: torch.Tensor | None = None) -> None:
     """quantize() into q and sf: the CUDA kernel of `kernel` on the caller's current queue, or the
     portable recipe."""
     if kernel is None or not x.is_contiguous():
-        quantize_portable(x, masked_m, q, sf)
+        quantize_portable(x, masked_m, q, sf, global_scale)
         return
     *lead, rows, k = x.shape
     batch = math.prod(lead)
-    desc = (ctypes.c_int64 * 8)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), masked_m.data_ptr() if masked_m is not None else 0,
-                                batch, rows, k, int(x.dtype == torch.bfloat16))
+    strides = global_scale_strides(global_scale, x) if global_scale is not None else (0, 0)
+    desc = (ctypes.c_int64 * 11)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), masked_m.data_ptr() if masked_m is not None else 0,
+                                 batch, rows, k, int(x.dtype == torch.bfloat16), global_scale.data_ptr() if global_scale is not None else 0,
+                                 *strides)
     err = ctypes.create_string_buffer(512)
     if kernel.lib.nvfp4_quantize(desc, kernel.num_sms, current_queue(x.get_device()), err, len(err)):
         raise RuntimeError(f"nvfp4.quantize: {err.value.decode()}")

@@ -22,7 +22,7 @@ SELF_CHECK_ENV = "NVFP4_SELF_CHECK"  # =0: trust the kernel without the check
 TOLERANCE = 1e-3  # rtol = atol, the harness's
 
 
-def self_check_input(device: torch.device) -> tuple[list, list]:
+def self_check_input(device: torch.device, out_dtype: torch.dtype = torch.float16) -> tuple[list, list]:
     """The self-check's problem as (tensors, sizes), operand rank 3: three groups (M = 5, below 8;
     77, odd; 130, two row blocks), every FP4 code, positive E4M3 scales over the whole code range on
     one side of each group (the other at most 0.5, so no output comes near the fp16 limit), random
@@ -32,7 +32,7 @@ def self_check_input(device: torch.device) -> tuple[list, list]:
     abc, scales, sizes = [], [], []
     for g, (m, n, k) in enumerate(((5, 128, 256), (77, 256, 512), (130, 136, 256))):
         a, b = (torch.randint(256, (rows, k // 2, 1), dtype=torch.uint8, generator=generator) for rows in (m, n))
-        c = torch.full((m, n, 1), float("nan"), dtype=torch.float16)
+        c = torch.full((m, n, 1), float("nan"), dtype=out_dtype)
         for rows, wide in ((m, g % 2 == 0), (n, g % 2 == 1)):
             memory = torch.randint(1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator)
             scales.append(memory.view(torch.float8_e4m3fn).permute(3, 4, 1, 5, 2, 0).to(device))
@@ -41,18 +41,21 @@ def self_check_input(device: torch.device) -> tuple[list, list]:
     return abc + scales, sizes
 
 
-def exact_products(tensors: list, sizes) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per group, the exact product (float64: every value x scale and every partial sum here is
-    exact in it) and how far from it a correct fp16 result may lie: the harness's tolerance, plus
-    what fp32 accumulation may add where terms cancel (one rounding per 16-element K block, of at
-    most 2^-23 of the sum of |products|, doubled)."""
+def exact_products(tensors: list, sizes, alpha: torch.Tensor | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per group, the exact product times alpha[g] where given (float64: every value x scale and every
+    partial sum here is exact in it) and how far from it a correct result in c's dtype may lie: the
+    harness's tolerance, plus what fp32 accumulation may add where terms cancel (one rounding per
+    16-element K block, of at most 2^-23 of the sum of |products|, doubled), plus bf16's coarser
+    rounding where c is bf16."""
     exact = []
     for g, (m, n, k, _) in enumerate(sizes):
-        a, b, _, sfa, sfb = group_tensors(tensors, g)
+        a, b, c, sfa, sfb = group_tensors(tensors, g)
         lhs = dequantize(a, plain_scales(sfa, m, k)).double()
         rhs = dequantize(b, plain_scales(sfb, n, k)).double()
-        value = lhs @ rhs.T
-        allowance = TOLERANCE + TOLERANCE * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T)
+        factor = 1.0 if alpha is None else alpha[g].double()
+        value = lhs @ rhs.T * factor
+        rounding = 2.0**-8 if c is not None and c.dtype == torch.bfloat16 else 0.0
+        allowance = (TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor)
         exact.append((value.unsqueeze(-1), allowance.unsqueeze(-1)))
     return exact
 
@@ -69,21 +72,27 @@ def first_mismatch(out: list, exact: list) -> str | None:
     return None
 
 
+SELF_CHECK_ALPHA = (0.5, 3.0, 2.0**-10)  # per group of the check's second call: below, above and far below 1
+
+
 def self_check_failure(path: KernelPath, device: torch.device) -> str | None:
     """What went wrong when `path` computed self_check_input() (outside exact_products()' bounds,
-    or a launch or CUDA error) in any of its tile shapes, or None."""
+    or a launch or CUDA error) in any of its tile shapes, into fp16 and again into bf16 with alpha
+    (the epilogue's other path), or None."""
     chosen = path.tiles
     try:
         for tiles in path.tile_shapes:
             path.tiles = tiles
-            tensors, sizes = self_check_input(device)  # new tensors: a plan of their own, in this shape
-            try:
-                path(tensors, sizes, 3)
-                failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes))  # waits for the kernel
-            except (RuntimeError, ValueError) as e:
-                failure = f"{type(e).__name__}: {e}"
-            if failure is not None:
-                return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[path.arch][tiles]} tiles: {failure}"
+            for out_dtype, alpha in ((torch.float16, None), (torch.bfloat16, torch.tensor(SELF_CHECK_ALPHA, device=device))):
+                tensors, sizes = self_check_input(device, out_dtype)  # new tensors: a plan of their own, in this shape
+                try:
+                    path(tensors, sizes, 3, alpha)
+                    failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes, alpha))  # waits for the kernel
+                except (RuntimeError, ValueError) as e:
+                    failure = f"{type(e).__name__}: {e}"
+                if failure is not None:
+                    failure = failure if alpha is None else f"bf16 output with alpha: {failure}"
+                    return failure if len(path.tile_shapes) == 1 else f"{TILE_SHAPE_NAMES[path.arch][tiles]} tiles: {failure}"
         return None
     finally:
         path.tiles = chosen
@@ -95,8 +104,8 @@ class Fallback:
     def __init__(self, path, kernel: str, failure: str):
         self.path, self.kernel, self.failure = path, kernel, failure
 
-    def __call__(self, tensors: list, sizes) -> None:
-        self.path(tensors, sizes)
+    def __call__(self, tensors: list, sizes, alpha=None) -> None:
+        self.path(tensors, sizes, alpha)
 
 
 def kernel_name(path: KernelPath) -> str:

@@ -8,10 +8,10 @@ def _fail(group: int, what: str):
     raise ValueError(f"nvfp4 grouped gemm, group {group}: {what}")
 
 
-def validate(tensors: list, sizes, operand_rank: int) -> None:
+def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     """Raise ValueError naming the group and the problem for any input the package cannot take
-    (tensors and sizes as layout.py describes them). Runs on every call that is not a cache hit, so
-    the common case does no string work: a message is only formatted for a check that failed."""
+    (tensors, sizes and alpha as layout.py describes them). Runs on every call that is not a cache
+    hit, so the common case does no string work: a message is only formatted for a check that failed."""
     groups = len(sizes)
     if not groups or len(tensors) != 5 * groups:
         raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got "
@@ -39,3 +39,13 @@ def validate(tensors: list, sizes, operand_rank: int) -> None:
                 _fail(g, f"{name} has shape {tuple(t.shape)}, expected {shape}")
             if t.get_device() != device:
                 _fail(g, f"{name} is on {t.device}, group 0's a on {first.device}")
+    out_dtypes = {tensors[3 * g + 2].dtype for g in range(groups)}
+    if len(out_dtypes) > 1:
+        raise ValueError(f"nvfp4 grouped gemm: every group's c must have one dtype, got {sorted(map(str, out_dtypes))}")
+    if alpha is not None:
+        if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
+            raise ValueError(f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
+                             f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+        if alpha.get_device() != device or not alpha.is_contiguous():
+            raise ValueError(f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
+                             f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}")

@@ -267,12 +267,15 @@ def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
     ((4, 4 * 64 - 1, 64, 4 * 128, 256, 512), "need 256 rows"),  # one row short: expert 3 would run past A and C
     ((4, 4 * 64, 64, 3 * 128, 256, 512), "512 scale rows"),    # the last expert's scale rows past sfa
     ((4, 4 * 64, 64, 4 * 128, 256, 100), "unsupported MoE problem"),
+    ((4, 4 * 64, 64, 4 * 128, 256, 512, (1 << 20) + 2, 0, 0), "unsupported MoE problem"),  # alpha not 4-byte aligned
+    ((4, 4 * 64, 64, 4 * 128, 256, 512, 1 << 20, 2, 0), "unsupported MoE problem"),        # alpha's column stride neither 0 nor 1
 ])
 def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, message):
     """The C API checks the masked form's sizes before anything reaches the GPU (nvfp4/moe.py passes
     consistent ones; another caller may not): a refusal names what does not fit."""
     pointers = [1 << 20] * 6 + [0, 0]  # a, b, c, sfa, sfb, masked_m; no offsets
-    desc = (ctypes.c_int64 * 14)(*pointers, *sizes)
+    output = sizes[6:] or (0, 0, 0)  # alpha, its column stride, bf16 C
+    desc = (ctypes.c_int64 * 17)(*pointers, *sizes[:6], *output)
     err = ctypes.create_string_buffer(256)
     if message is None:
         assert lib.nvfp4_experts_workspace_bytes(desc) > 0  # well formed; launching it needs a GPU
@@ -352,10 +355,30 @@ def test_the_quantize_arithmetic_matches_the_portable_recipe(lib, dtype):
     quantize_portable(x, None, q, sf)
     codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
     bits = blocks.view(torch.int16).numpy().astype(np.uint16)
-    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16),
+    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16), None,
                                       codes.ctypes.data_as(ctypes.c_void_p), scales.ctypes.data_as(ctypes.c_void_p))
     np.testing.assert_array_equal(codes.reshape(x.shape[0], 32), q.view(torch.uint8).numpy())
     np.testing.assert_array_equal(scales.reshape(x.shape[0], 4), nvfp4.plain_from_blocked(sf.view(torch.uint8), x.shape[0]).numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_the_two_level_quantize_arithmetic_matches_the_independent_recipe(lib, dtype):
+    """quantize_block with a global scale, the CUDA kernel's per-block arithmetic, on the host: every
+    code and scale byte equal to the independent NumPy recipe's (tests/two_level_reference.py) on
+    rows with zeros, subnormals, inf, NaN and blocks past saturation, each with its own global scale."""
+    from two_level_reference import awkward_activations, quantize_two_level
+
+    x, scale = awkward_activations(400, 128, dtype, seed=21)
+    blocks = x.reshape(-1, 16)
+    per_block = np.repeat(scale, 128 // 16).astype(np.float32)
+    codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
+    bits = blocks.view(torch.int16).numpy().astype(np.uint16)
+    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16),
+                                      per_block.ctypes.data_as(ctypes.c_void_p), codes.ctypes.data_as(ctypes.c_void_p),
+                                      scales.ctypes.data_as(ctypes.c_void_p))
+    expected_codes, expected_scales = quantize_two_level(x, scale)
+    np.testing.assert_array_equal(codes.reshape(400, 64), expected_codes)
+    np.testing.assert_array_equal(scales.reshape(400, 8), expected_scales)
 
 
 def test_sm90_k_block_stays_within_its_instruction_budget():

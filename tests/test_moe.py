@@ -247,10 +247,16 @@ def test_quantize_of_no_rows_or_no_batch_gives_empty_outputs(shape):
 def kernel(request, monkeypatch):
     """The cases: the device's own kernel on large ones; the sm_100a kernel under the tcgen05
     emulation (an sm_90 GPU with nvcc) on small ones."""
-    device = torch.device("cuda", torch.cuda.current_device())
     if request.param == "native":
-        nvfp4.prepare(device)
+        nvfp4.prepare(torch.device("cuda", torch.cuda.current_device()))
         return "native"
+    use_emulated_sm100(monkeypatch)
+    return "emulated"
+
+
+def use_emulated_sm100(monkeypatch) -> None:
+    """The current GPU's calls run the sm_100a kernel under the tcgen05 emulation (the test's end
+    restores its own path); skips where there is no nvcc or no sm_90 GPU."""
     import shutil
     import sys
 
@@ -259,13 +265,13 @@ def kernel(request, monkeypatch):
     from nvfp4 import dispatch
     from nvfp4.kernel_path import KernelPath
 
-    if shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
+    if not torch.cuda.is_available() or shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs nvcc and an sm_90 GPU")
     sys.path.insert(0, str(ROOT / "tools"))
     from nvcc_build import load
 
+    device = torch.device("cuda", torch.cuda.current_device())
     monkeypatch.setitem(dispatch._paths, device, KernelPath(load(100, emulate_tcgen05=True), device))
-    return "emulated"
 
 
 CASES = {  # (E, max_m, N, K)

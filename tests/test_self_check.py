@@ -89,9 +89,19 @@ class WrongKernel:
     arch, emulated = 100, True
     tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
 
-    def __call__(self, tensors, sizes, operand_rank):
-        portable_kernel(tensors, sizes)
+    def __call__(self, tensors, sizes, operand_rank, alpha=None):
+        portable_kernel(tensors, sizes, alpha)
         tensors[3 * 2 + 2][100, 5, 0] = -tensors[3 * 2 + 2][100, 5, 0]
+
+
+class AlphaIgnoringKernel:
+    """A stand-in kernel path that is right without alpha and leaves alpha out (an epilogue that
+    never multiplies)."""
+    arch, emulated = 100, True
+    tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
+
+    def __call__(self, tensors, sizes, operand_rank, alpha=None):
+        portable_kernel(tensors, sizes)
 
 
 def test_a_wrong_result_falls_back_to_the_portable_path_with_one_warning(capfd):
@@ -100,8 +110,15 @@ def test_a_wrong_result_falls_back_to_the_portable_path_with_one_warning(capfd):
     assert err.count("\n") == 1 and "failed its first-use self-check" in err and "group 2: 1 of 17680 elements off, the first at row 100, column 5" in err
 
 
+def test_a_kernel_that_ignores_alpha_falls_back(capfd):
+    """The check's second call (bf16 output, alpha per group) catches an epilogue that the fp16 call
+    without alpha cannot."""
+    assert self_checked(AlphaIgnoringKernel(), torch.device("cpu")).path is portable_kernel
+    assert "bf16 output with alpha: group 0:" in capfd.readouterr().err
+
+
 def test_a_kernel_that_raises_falls_back_too(capfd):
-    def broken(tensors, sizes, operand_rank):
+    def broken(tensors, sizes, operand_rank, alpha=None):
         raise RuntimeError("nvfp4 grouped gemm: launch failed: too many resources requested for launch")
     broken.arch, broken.emulated, broken.tiles, broken.tile_shapes = 100, True, TILES_CHOSEN, (TILES_CHOSEN,)
     assert self_checked(broken, torch.device("cpu")).path is portable_kernel
@@ -154,16 +171,17 @@ def test_the_scaled_mm_fallback_hands_its_operands_over_as_scaled_mm_takes_them(
 
 
 class CountingKernel:
-    """A stand-in kernel path that is right, and counts its calls."""
+    """A stand-in kernel path that is right, and counts its calls (a check makes two: fp16 without
+    alpha, bf16 with alpha)."""
     arch, emulated = 100, True
     tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
 
     def __init__(self):
         self.calls = 0
 
-    def __call__(self, tensors, sizes, operand_rank):
+    def __call__(self, tensors, sizes, operand_rank, alpha=None):
         self.calls += 1
-        portable_kernel(tensors, sizes)
+        portable_kernel(tensors, sizes, alpha)
 
 
 def test_a_passing_check_is_recorded_and_checked_again_by_the_next_process(tmp_path):
@@ -171,7 +189,7 @@ def test_a_passing_check_is_recorded_and_checked_again_by_the_next_process(tmp_p
     kernel = CountingKernel()
     assert self_checked(kernel, torch.device("cpu"), verdict) is kernel
     assert open(verdict).read() == "pass\n"
-    assert self_checked(kernel, torch.device("cpu"), verdict) is kernel and kernel.calls == 2
+    assert self_checked(kernel, torch.device("cpu"), verdict) is kernel and kernel.calls == 4
 
 
 def test_a_recorded_failure_spares_later_processes_the_kernel(tmp_path, capfd):
@@ -197,7 +215,7 @@ def test_a_check_whose_process_died_counts_as_a_failure(tmp_path, capfd):
     assert self_checked(kernel, torch.device("cpu"), str(verdict)).path is portable_kernel and kernel.calls == 0
     assert f"an earlier check (process {dead}) never finished" in capfd.readouterr().err
     verdict.write_text(f"running {os.getpid()}\n")  # a check still running elsewhere: check here too
-    assert self_checked(kernel, torch.device("cpu"), str(verdict)) is kernel and kernel.calls == 1
+    assert self_checked(kernel, torch.device("cpu"), str(verdict)) is kernel and kernel.calls == 2
 
 
 def test_an_unwritable_verdict_leaves_each_process_to_check_alone(tmp_path):
@@ -209,10 +227,10 @@ def test_the_verdict_lies_beside_the_build_and_the_check_can_be_switched_off(tmp
     kernel = CountingKernel()
     kernel.lib = type("Library", (), {"_name": str(tmp_path / "nvfp4_sm100a.so")})()
     monkeypatch.delenv(SELF_CHECK_ENV, raising=False)
-    assert trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 1
+    assert trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 2
     assert (tmp_path / "nvfp4_sm100a.so.self_check").read_text() == "pass\n"
     monkeypatch.setenv(SELF_CHECK_ENV, "0")
-    assert trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 1
+    assert trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 2
 
 
 def test_a_fallback_computes_the_calls_of_its_device(monkeypatch, capfd):

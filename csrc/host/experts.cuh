@@ -10,6 +10,7 @@ struct ExpertProblem {
   const void *a, *b, *sfa, *sfb, *masked_m, *offsets, *sf_offsets;
   void* c;
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
+  OutputArgs out;
 };
 
 // The most rows an expert can have (the masked form's rows per expert; the offset form's total).
@@ -25,7 +26,8 @@ bool check_experts(const ExpertProblem& p, Status& st) {
   const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
   if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
-      (!p.masked_m && !(p.offsets && p.sf_offsets))) {
+      (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
+      reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
     snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
              kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
@@ -60,6 +62,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.sfa = static_cast<const uint8_t*>(p.sfa);
   e.sfb = static_cast<const uint8_t*>(p.sfb);
   e.c = static_cast<__half*>(p.c);
+  e.out = p.out;
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
@@ -110,8 +113,9 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
 // Quantization of x [batch][rows][K] (quantize.cuh) on the queue.
 bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st) {
   if (q.batch < 0 || q.rows < 0 || q.k <= 0 || q.k % 64 ||
-      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16)
-    return st.fail("unsupported quantization", "K must be a positive multiple of 64 and the buffers 16-byte aligned");
+      (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16 ||
+      reinterpret_cast<uintptr_t>(q.global_scale) % 4)
+    return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
@@ -121,7 +125,9 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
   launch_on(config, nullptr, &none, queue, false);
   QuantizeArgs args = q;
   void* argv[] = {&args};
-  const void* kernel = q.bf16 ? reinterpret_cast<const void*>(&quantize_nvfp4<true>) : reinterpret_cast<const void*>(&quantize_nvfp4<false>);
+  const void* kernels[2][2] = {{reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
+                               {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
+  const void* kernel = kernels[q.bf16 ? 1 : 0][q.global_scale ? 1 : 0];
   NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
   return true;
 }

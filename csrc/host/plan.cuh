@@ -57,7 +57,8 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
 
 // The launch arguments of every launch: schedule, group arguments, tensor maps over the real
 // buffers. Touches no kernel, so it also runs (as a dry run) on a GPU that cannot execute them.
-bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, Plan& plan, Status& st) {
+bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool byte_elements, int choice, const OutputArgs& out,
+                Plan& plan, Status& st) {
   for (int g = 0; g < int(groups.size()); ++g)
     if (!check_shape(groups[g], g, st)) return false;
   const std::shared_ptr<const Schedule> problem = cached_schedule(groups, num_sms, max_pairs, choice);
@@ -68,6 +69,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
   for (const ScheduledLaunch& sched : problem->launches) {
     LaunchArgs& args = plan.launches.emplace_back();
     std::memset(&args, 0, sizeof args);
+    args.out = out;
     PrepassArgs prepass;
     std::memset(&prepass, 0, sizeof prepass);
     int max_items = 0;
@@ -75,6 +77,7 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
       const GroupShape& s = groups[size_t(sched.groups[i])];
       GroupArgs& ga = args.groups[i];
       ga.m_chunk_rows = s.chunk_rows;
+      ga.alpha_index = sched.groups[i];  // alpha holds one value per group of the call
       ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");

@@ -10,12 +10,13 @@
 
 namespace nvfp4 {
 namespace sm100 {
-// Eight fp32 values as eight halves, one 16-byte store (evict-first: C is not read again).
-__device__ __forceinline__ void st_global_8_halves(__half* p, const float* v) {
-  __half2 h[4];
+// Eight fp32 values of C columns col .. col + 7, each times its column's alpha, as eight fp16 or bf16
+// in one 16-byte store (evict-first: C is not read again).
+__device__ __forceinline__ void st_global_8_outputs(__half* p, const float* v, const OutputArgs& out, int col) {
+  uint32_t h[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-  st_global_v4_evict_first(p, *reinterpret_cast<const uint4*>(h));
+  for (int i = 0; i < 4; ++i) h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
+  st_global_v4_evict_first(p, uint4{h[0], h[1], h[2], h[3]});
 }
 
 template <int kShape>
@@ -33,6 +34,7 @@ struct Barriers {
 // the tile's A rows.
 struct TileCoords {
   const GroupArgs* g;
+  const OutputArgs* out;
   const CUtensorMap *tmap_a, *tmap_b;
   int a_row0, b_row0, off_m, off_n, rows;
 };
@@ -40,7 +42,7 @@ template <int kShape>
 __device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
   const int off_m = job.m_chunk * S::kRowsA;
-  return TileCoords{&job.g, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+  return TileCoords{&job.g, &job.out, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
                     min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
@@ -179,7 +181,7 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
     const int col = tc.off_n + chunk * 32;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (row < tc.g->m && col + 8 * j < n) st_global_8_halves(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j);
+      if (row < tc.g->m && col + 8 * j < n) st_global_8_outputs(tc.g->c + int64_t(row) * n + col + 8 * j, v + 8 * j, *tc.out, col + 8 * j);
   }
 }
 // Swapped: TMEM lane 32w + l = column off_n + 32w + l of C and TMEM column j = row off_m + j. Each
@@ -187,14 +189,18 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
 // stores 8 consecutive columns (16 bytes) of rows l / 4, l / 4 + 8, ...: each row's 64 bytes in one
 // store instruction of four threads.
 __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
-  __half* rows = reinterpret_cast<__half*>(staging) + warp * 32 * 32;
+  uint16_t* rows = reinterpret_cast<uint16_t*>(staging) + warp * 32 * 32;
   const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
+  const float alpha = alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
 #pragma unroll 1
   for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
     float v[32];
     tmem_load_32x32b_x32(v, acc + chunk * 32);
 #pragma unroll
-    for (int j = 0; j < 32; ++j) rows[j * 32 + lane] = __float2half_rn(v[j]);
+    for (int j = 0; j < 32; j += 2) {  // rows j and j + 1 of this lane's column
+      const uint32_t two = out2_bits(v[j] * alpha, v[j + 1] * alpha, tc.out->bf16);
+      rows[j * 32 + lane] = uint16_t(two), rows[(j + 1) * 32 + lane] = uint16_t(two >> 16);
+    }
     __syncwarp();
 #pragma unroll
     for (int s = 0; s < 4; ++s) {

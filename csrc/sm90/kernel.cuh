@@ -211,12 +211,17 @@ struct Consumer {
   }
 };
 
-// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 C through a
-// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes.
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, int m0, int m_rows, int n_base, int n8,
-                                           uint8_t* staging, int lane) {
+// Accumulators of this warp (C columns n_base..n_base+15, rows m0..) -> fp16 or bf16 C through a
+// per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes. This
+// thread's accumulators hold C columns n_base + lane / 4 (acc[4i], acc[4i + 1]) and 8 past it
+// (acc[4i + 2], acc[4i + 3]); each is unscaled, then times its column's alpha (a column past N
+// takes the last column's: it is not stored).
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
+                                           int n8, uint8_t* staging, int lane) {
   const uint32_t staging_u32 = smem_u32(staging);
   const int matrix = lane / 8, matrix_row = lane % 8;
+  const float alpha_lo = alpha_at(out, min(n_base + lane / 4, g.n - 1)), alpha_hi = alpha_at(out, min(n_base + lane / 4 + 8, g.n - 1));
+  auto pack = [&](int i, float alpha) { return out2_bits(acc[i] * kUnscale * alpha, acc[i + 1] * kUnscale * alpha, out.bf16); };
 #pragma unroll
   for (int win = 0; win < 4; ++win) {  // 64 rows of C per window
     if (win * 8 >= n8) break;
@@ -225,10 +230,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
       const int c = win * 8 + pair * 2;  // accumulator chunks c and c + 1: 8 C rows each
       const int row = (pair * 2 + matrix / 2) * 8 + matrix_row;
       const int side = (matrix & 1) ^ ((row >> 2) & 1);  // which 16 bytes; swizzled against bank conflicts
-      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, half2_bits(acc[4 * c] * kUnscale, acc[4 * c + 1] * kUnscale),
-                        half2_bits(acc[4 * c + 2] * kUnscale, acc[4 * c + 3] * kUnscale),
-                        half2_bits(acc[4 * c + 4] * kUnscale, acc[4 * c + 5] * kUnscale),
-                        half2_bits(acc[4 * c + 6] * kUnscale, acc[4 * c + 7] * kUnscale));
+      stmatrix_x4_trans(staging_u32 + row * 32 + side * 16, pack(4 * c, alpha_lo), pack(4 * c + 2, alpha_hi), pack(4 * c + 4, alpha_lo),
+                        pack(4 * c + 6, alpha_hi));
     }
     __syncwarp();
 #pragma unroll
@@ -392,7 +395,7 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows;
-    store_tile(acc, g, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
   }
   if constexpr (kTimeline)
     if (threadIdx.x == 128) timeline_mark(kStoresEnd);
