@@ -18,6 +18,8 @@ help:  ## this list (the default target)
 deps:  ## install what is missing (torch only where none is installed; without KernelGuard only check-submission loses a check)
 	@$(PYTHON) -c "import torch" 2>/dev/null || { echo "installing $(TORCH_SPEC) (no torch found; on a machine without a GPU install the CPU build first: README.md)"; $(PYTHON) -m pip install "$(TORCH_SPEC)"; }
 	@$(PYTHON) -c "import numpy, yaml, pytest, ninja" 2>/dev/null || $(PYTHON) -m pip install -q -r requirements.txt
+	@$(PYTHON) -c "import safetensors" 2>/dev/null || $(PYTHON) -m pip install -q safetensors 2>/dev/null || \
+		echo "note: safetensors could not be installed (no package index?): nvfp4.load_experts and its tests need it"
 	@$(PYTHON) -c "import kernelguard" 2>/dev/null || $(PYTHON) -m pip install -q $$(grep '^kernelguard' requirements.txt) 2>/dev/null || \
 		echo "note: KernelGuard could not be installed (no package index?): make check-submission will say that its check did not run"
 
