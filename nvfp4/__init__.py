@@ -4,6 +4,7 @@ and the MoE layer built on it.
     import nvfp4
     out = nvfp4.grouped_gemm(a, b, sfa, sfb)    # torch.ops.nvfp4.grouped_gemm
     experts = nvfp4.load_experts("model.safetensors", "model.layers.3.mlp.experts")
+    y = nvfp4.fused_moe(x, topk_weights, topk_ids, experts)
 
 On an H100/H200 (sm_90a) and a B200 (sm_100a) a CUDA kernel, JIT-built on first use and cached in
 torch's extension cache; elsewhere a portable PyTorch path. Launches go to the caller's current
@@ -13,6 +14,7 @@ submission.py is generated from this package (tools/bundle.py).
 from .checkpoint import load_experts
 from .dispatch import path_in_use, prepare
 from .experts import Experts
+from .fused_moe import fused_moe
 from .layout import reordered_from_plain as reorder_scales
 from .leaderboard import custom_kernel
 from .moe import offset_layout, offset_scales, sf_rows_capacity
@@ -23,6 +25,7 @@ __all__ = [
            "Experts",
            "blocked_from_plain",
            "custom_kernel",
+           "fused_moe",
            "grouped_gemm",
            "grouped_gemm_masked",
            "grouped_gemm_offsets",
