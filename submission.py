@@ -3563,7 +3563,27 @@ struct QuantizeArgs {
   int batch, rows, k, bf16;
   const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
   int global_scale_batch_stride, global_scale_row_stride;
+  // The routed form (nvfp4.fused_moe; batch 1, with a global scale): output row r quantizes x row
+  // source_row[r], with the global scale of its expert e (offsets[e] <= r < offsets[e + 1]), its
+  // scales at row sf_offsets[e] + r - offsets[e] of the offset form's layout; rows of no expert are
+  // not written. Null offsets: not routed.
+  const int* source_row;
+  const int* offsets;     // [experts + 1]
+  const int* sf_offsets;  // [experts]
+  int experts;
 };
+
+// The expert whose rows [offsets[e], offsets[e + 1]) hold row r, or -1 (offsets non-decreasing).
+__device__ __forceinline__ int expert_of_row(const int* offsets, int experts, int r) {
+  if (r < offsets[0] || r >= offsets[experts]) return -1;
+  int lo = 0, hi = experts - 1;  // the last expert whose first row is at or before r
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
 constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
 // codes and one 2-byte store of scales. At most 40 registers, so that six CTAs fit an SM: on the
@@ -3713,15 +3733,21 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
   for (QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < a.batch; at.advance()) {
     const int b = at.b, r = at.r, j = at.j * kQuantizeBlocksPerThread;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
-    if (r >= rows && (a.masked_m || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
+    if (r >= rows && (a.masked_m || a.offsets || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
+    int sf_row = r, expert = b, source = r;  // the row's scale row, the global scale's batch index, x's row
+    if (kTwoLevel && a.offsets) {
+      expert = expert_of_row(a.offsets, a.experts, r);
+      if (expert < 0) continue;
+      sf_row = a.sf_offsets[expert] + r - a.offsets[expert], source = a.source_row[r];
+    }
     uint16_t* scales = reinterpret_cast<uint16_t*>(a.sf + (int64_t(b) * (padded_rows / 128) * (a.k / 64) * 512) +
-                                                   scale_atom_offset(r / 128, j / 4, a.k) + scale_byte_in_atom(r, j));
+                                                   scale_atom_offset(sf_row / 128, j / 4, a.k) + scale_byte_in_atom(sf_row, j));
     if (r >= a.rows) {
       *scales = 0;
       continue;
     }
     const int64_t row = int64_t(b) * a.rows + r;
-    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * a.k + j * 16);
+    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + (int64_t(b) * a.rows + source) * a.k + j * 16);
     uint4 v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = __ldcs(x + i);  // read once: evict first
@@ -3729,7 +3755,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
     const uint32_t w1[8] = {v[2].x, v[2].y, v[2].z, v[2].w, v[3].x, v[3].y, v[3].z, v[3].w};
     QuantizedBlock q0, q1;
     if constexpr (kTwoLevel) {
-      const float g = a.global_scale[int64_t(b) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
+      const float g = a.global_scale[int64_t(expert) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
       q0 = quantize_block<Pairs<kBf16>>(w0, g), q1 = quantize_block<Pairs<kBf16>>(w1, g);
     } else {
       q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);
@@ -3856,6 +3882,8 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
       (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16 ||
       reinterpret_cast<uintptr_t>(q.global_scale) % 4)
     return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
+  if (q.offsets && (!q.global_scale || !q.source_row || !q.sf_offsets || q.batch != 1 || q.experts < 1 || q.masked_m))
+    return st.fail("unsupported quantization", "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
@@ -3972,12 +4000,15 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
   return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 // desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x;
-// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row.
+// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row;
+// then the routed form's source_row, offsets and sf_offsets (int32 device pointers, 0 when not routed)
+// and its number of experts.
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
+  auto ints = [&](int i) { return reinterpret_cast<const int*>(desc[i]); };
   const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
-                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10])};
+                              ints(3), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10]), ints(11), ints(12), ints(13), int(desc[14])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 

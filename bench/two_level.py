@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvfp4  # noqa: E402
 from moe import BENCHMARK, device_operands, list_call  # noqa: E402
-from nvfp4.fused_moe import Routing, activate  # noqa: E402
+from nvfp4.fused_moe import Routing, activate, quantize_routed  # noqa: E402
 
 VARIANTS = ("fp16", "fp16 + alpha", "bf16 + alpha")
 
@@ -117,27 +117,25 @@ def captured(fn):
 
 def layer_parts(x, weights, ids, ex: nvfp4.Experts) -> dict:
     """The layer's steps as separate calls on the inputs each gets inside the layer."""
-    top_k = ids.shape[1]
     routing = Routing(ids, ex.num_experts)
-    rows = x[routing.order // top_k]
-    q1, sf1 = routing.quantize(rows, ex.w13_input_scale)
-    gate_up = nvfp4.grouped_gemm_offsets(q1, sf1, ex.w13, ex.w13_scale, routing.offsets, routing.sf_offsets, alpha=ex.w13_alpha,
-                                         out_dtype=x.dtype)
+    q1, sf1 = quantize_routed(x, routing.token, routing.offsets, routing.sf_offsets, ex.w13_input_scale, routing.sf_rows)
+    gate_up = x.new_empty((routing.rows, 2 * ex.intermediate))
+    nvfp4.grouped_gemm_offsets(q1, sf1, ex.w13, ex.w13_scale, routing.offsets, routing.sf_offsets, out=gate_up, alpha=ex.w13_alpha)
     act = activate(gate_up, "silu")
-    q2, sf2 = routing.quantize(act, ex.w2_input_scale)
-    down = nvfp4.grouped_gemm_offsets(q2, sf2, ex.w2, ex.w2_scale, routing.offsets, routing.sf_offsets, alpha=ex.w2_alpha, out_dtype=x.dtype)
-    kept = (ids >= 0) & (ids < ex.num_experts)
+    q2, sf2 = quantize_routed(act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows)
+    down = x.new_zeros((routing.rows, ex.hidden))
+    masked_weights = torch.where((ids >= 0) & (ids < ex.num_experts), weights, 0.0)
     return {
         "routing": lambda: Routing(ids, ex.num_experts),
-        "gather + quantize 1": lambda: routing.quantize(x[routing.order // top_k], ex.w13_input_scale),
+        "quantize 1 (gathers x)": lambda: quantize_routed(x, routing.token, routing.offsets, routing.sf_offsets, ex.w13_input_scale,
+                                                          routing.sf_rows),
         "GEMM 1 (w13)": lambda: nvfp4.grouped_gemm_offsets(q1, sf1, ex.w13, ex.w13_scale, routing.offsets, routing.sf_offsets,
                                                            out=gate_up, alpha=ex.w13_alpha),
         "activation": lambda: activate(gate_up, "silu"),
-        "quantize 2": lambda: routing.quantize(act, ex.w2_input_scale),
+        "quantize 2": lambda: quantize_routed(act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows),
         "GEMM 2 (w2)": lambda: nvfp4.grouped_gemm_offsets(q2, sf2, ex.w2, ex.w2_scale, routing.offsets, routing.sf_offsets, out=down,
                                                           alpha=ex.w2_alpha),
-        "combine": lambda: torch.where(kept[..., None], torch.empty_like(down).index_copy_(0, routing.order, down).view(*ids.shape, -1).float()
-                                       * weights.float()[..., None], 0.0).sum(1).to(x.dtype),
+        "combine": lambda: routing.combine(down, masked_weights),
     }
 
 

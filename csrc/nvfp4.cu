@@ -107,12 +107,15 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
   return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 // desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x;
-// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row.
+// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row;
+// then the routed form's source_row, offsets and sf_offsets (int32 device pointers, 0 when not routed)
+// and its number of experts.
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
+  auto ints = [&](int i) { return reinterpret_cast<const int*>(desc[i]); };
   const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              reinterpret_cast<const int*>(desc[3]), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
-                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10])};
+                              ints(3), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10]), ints(11), ints(12), ints(13), int(desc[14])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 

@@ -24,7 +24,27 @@ struct QuantizeArgs {
   int batch, rows, k, bf16;
   const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
   int global_scale_batch_stride, global_scale_row_stride;
+  // The routed form (nvfp4.fused_moe; batch 1, with a global scale): output row r quantizes x row
+  // source_row[r], with the global scale of its expert e (offsets[e] <= r < offsets[e + 1]), its
+  // scales at row sf_offsets[e] + r - offsets[e] of the offset form's layout; rows of no expert are
+  // not written. Null offsets: not routed.
+  const int* source_row;
+  const int* offsets;     // [experts + 1]
+  const int* sf_offsets;  // [experts]
+  int experts;
 };
+
+// The expert whose rows [offsets[e], offsets[e + 1]) hold row r, or -1 (offsets non-decreasing).
+__device__ __forceinline__ int expert_of_row(const int* offsets, int experts, int r) {
+  if (r < offsets[0] || r >= offsets[experts]) return -1;
+  int lo = 0, hi = experts - 1;  // the last expert whose first row is at or before r
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
 constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
 // codes and one 2-byte store of scales. At most 40 registers, so that six CTAs fit an SM: on the
@@ -174,15 +194,21 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
   for (QuantizeCursor at(first, stride, padded_rows, units_per_row); at.b < a.batch; at.advance()) {
     const int b = at.b, r = at.r, j = at.j * kQuantizeBlocksPerThread;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
-    if (r >= rows && (a.masked_m || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
+    if (r >= rows && (a.masked_m || a.offsets || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
+    int sf_row = r, expert = b, source = r;  // the row's scale row, the global scale's batch index, x's row
+    if (kTwoLevel && a.offsets) {
+      expert = expert_of_row(a.offsets, a.experts, r);
+      if (expert < 0) continue;
+      sf_row = a.sf_offsets[expert] + r - a.offsets[expert], source = a.source_row[r];
+    }
     uint16_t* scales = reinterpret_cast<uint16_t*>(a.sf + (int64_t(b) * (padded_rows / 128) * (a.k / 64) * 512) +
-                                                   scale_atom_offset(r / 128, j / 4, a.k) + scale_byte_in_atom(r, j));
+                                                   scale_atom_offset(sf_row / 128, j / 4, a.k) + scale_byte_in_atom(sf_row, j));
     if (r >= a.rows) {
       *scales = 0;
       continue;
     }
     const int64_t row = int64_t(b) * a.rows + r;
-    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * a.k + j * 16);
+    const uint4* x = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + (int64_t(b) * a.rows + source) * a.k + j * 16);
     uint4 v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = __ldcs(x + i);  // read once: evict first
@@ -190,7 +216,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
     const uint32_t w1[8] = {v[2].x, v[2].y, v[2].z, v[2].w, v[3].x, v[3].y, v[3].z, v[3].w};
     QuantizedBlock q0, q1;
     if constexpr (kTwoLevel) {
-      const float g = a.global_scale[int64_t(b) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
+      const float g = a.global_scale[int64_t(expert) * a.global_scale_batch_stride + int64_t(r) * a.global_scale_row_stride];
       q0 = quantize_block<Pairs<kBf16>>(w0, g), q1 = quantize_block<Pairs<kBf16>>(w1, g);
     } else {
       q0 = quantize_block<Pairs<kBf16>>(w0), q1 = quantize_block<Pairs<kBf16>>(w1);

@@ -3,20 +3,22 @@
     y = nvfp4.fused_moe(x, topk_weights, topk_ids, experts)        # x [T, H] bf16 or fp16 -> y [T, H]
 
 Each token's top-k (expert, weight) pairs become rows grouped by expert (a stable sort on the GPU);
-the rows are quantized with their expert's input global scale, multiplied by w13 (gate and up) with
-alpha in the GEMM's epilogue, activated (SiLU(gate) * up, or ReLU(gate)^2 * up), quantized again,
-multiplied by w2, and each token's rows are summed with its weights in float32. Nothing reads a
-GPU value on the host, so the layer runs on the caller's current queue, inside a CUDA graph capture
-(call it once before capturing, or nvfp4.prepare()) and under torch.compile(fullgraph=True).
+the rows are gathered and quantized with their expert's input global scale straight into the offset
+form's layout (one kernel on a GPU), multiplied by w13 (gate and up) with alpha in the GEMM's
+epilogue, activated (SiLU(gate) * up, or ReLU(gate)^2 * up, in float32), quantized again, multiplied
+by w2, and each token's rows are summed with its weights (rounded to x's dtype) by a batched GEMM
+that accumulates in float32. Nothing reads a GPU value on the host, so the layer runs on the
+caller's current queue, inside a CUDA graph capture (call it once before capturing, or
+nvfp4.prepare()) and under torch.compile(fullgraph=True).
 An id outside [0, E) drops its pair (expert parallelism's convention for experts held elsewhere).
 """
 import torch
 import torch.nn.functional as F
 
 from .experts import Experts
-from .moe import offset_layout, offset_scales, sf_rows_capacity
-from .ops import grouped_gemm_offsets, quantize
-from .quantize import plain_from_blocked
+from .moe import expert_of_rows, kernel_for, offset_layout, offset_scales, sf_rows_capacity
+from .ops import grouped_gemm_offsets
+from .quantize import blocked_scale_shape, launch_quantize, new_quantize_outputs, plain_from_blocked, quantize_portable
 
 ACTIVATIONS = ("silu", "relu2")
 
@@ -44,29 +46,69 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
         raise ValueError(f"nvfp4.fused_moe: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
+def _quantize_routed(x: torch.Tensor, source_row: torch.Tensor, offsets: torch.Tensor, sf_offsets: torch.Tensor,
+                     global_scale: torch.Tensor, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Routed row r = x row source_row[r], quantized with its expert's global scale (the expert
+    whose offsets hold r), its scales at row sf_offsets[e] + r - offsets[e] of the offset form's sfa
+    [sf_rows/128, K/64, 32, 4, 4] (zeros elsewhere). Rows of no expert: codes unspecified."""
+    rows = source_row.shape[0]
+    q, _ = new_quantize_outputs(x.new_empty((rows, x.shape[1])))
+    sf = torch.zeros((sf_rows // 128, *blocked_scale_shape(128, x.shape[1])[1:]), dtype=torch.float8_e4m3fn, device=x.device)
+    kernel = kernel_for(x)
+    if kernel is not None and x.is_contiguous():
+        launch_quantize(kernel, x, q, sf, 1, rows, global_scale=global_scale, strides=(1, 0), routed=(source_row, offsets, sf_offsets))
+    else:
+        quantize_routed_portable(x, source_row, offsets, sf_offsets, global_scale, q, sf)
+    return q, sf
+
+
+def quantize_routed_portable(x, source_row, offsets, sf_offsets, global_scale, q, sf) -> None:
+    """_quantize_routed in PyTorch ops (the same recipe: quantize_portable), into q and sf."""
+    rows, sf_rows = source_row.shape[0], sf.shape[0] * 128
+    expert, _ = expert_of_rows(offsets, sf_offsets, rows, sf_rows)
+    routed = x[source_row.long()]
+    _, blocked = new_quantize_outputs(routed)
+    quantize_portable(routed, None, q, blocked, global_scale[expert.clamp(min=0)])
+    plain = plain_from_blocked(blocked.view(torch.uint8), rows).view(torch.float8_e4m3fn)
+    sf.copy_(offset_scales(plain, offsets, sf_offsets, sf_rows))
+
+
+quantize_routed = torch.library.custom_op("nvfp4::quantize_routed", _quantize_routed, mutates_args=())
+
+
+@quantize_routed.register_fake
+def _quantize_routed_fake(x, source_row, offsets, sf_offsets, global_scale, sf_rows):
+    q, _ = new_quantize_outputs(x.new_empty((source_row.shape[0], x.shape[1])))
+    return q, x.new_empty((sf_rows // 128, *blocked_scale_shape(128, x.shape[1])[1:]), dtype=torch.float8_e4m3fn)
+
+
 class Routing:
-    """Rows grouped by expert: row i is pair order[i] (token order[i] // top_k) of expert expert[i]
-    (E for a dropped pair, sorted last and owned by no expert), with the offset form's layout."""
+    """The T * top_k (token, expert) pairs as rows grouped by expert: row i is pair order[i] (token
+    order[i] // top_k); dropped pairs are sorted last and owned by no expert; the offset form's layout."""
 
     def __init__(self, topk_ids: torch.Tensor, experts: int):
         flat = topk_ids.reshape(-1).long()
+        self.top_k = topk_ids.shape[1]
         key = torch.where((flat >= 0) & (flat < experts), flat, experts)
-        self.key, self.order = torch.sort(key, stable=True)
+        self.order = torch.sort(key, stable=True).indices
         counts = torch.zeros(experts + 1, dtype=torch.int32, device=flat.device).scatter_add_(0, key, torch.ones_like(key, dtype=torch.int32))
         self.offsets, self.sf_offsets = offset_layout(counts[:experts])
         self.rows = flat.numel()
         self.sf_rows = sf_rows_capacity(self.rows, experts)
-        self.expert = self.key.clamp(max=experts - 1)  # a dropped row's scale: any finite one (its result is not used)
+        self.token = (self.order // self.top_k).int()  # the x row of each routed row
+        self.in_order = torch.arange(self.rows, dtype=torch.int32, device=flat.device)
 
-    def quantize(self, rows: torch.Tensor, input_scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The grouped rows as FP4 with their expert's input global scale, scales in the offset layout."""
-        q, sf = quantize(rows, global_scale=input_scale[self.expert].contiguous())
-        plain = plain_from_blocked(sf.view(torch.uint8), self.rows).view(torch.float8_e4m3fn)
-        return q, offset_scales(plain, self.offsets, self.sf_offsets, self.sf_rows)
+    def gemm(self, x: torch.Tensor, source_row: torch.Tensor, input_scale: torch.Tensor, weight, weight_scale, alpha,
+             out: torch.Tensor) -> torch.Tensor:
+        """out = the routed rows (x's rows source_row) times their experts' weights, with alpha."""
+        q, sf = quantize_routed(x, source_row, self.offsets, self.sf_offsets, input_scale, self.sf_rows)
+        return grouped_gemm_offsets(q, sf, weight, weight_scale, self.offsets, self.sf_offsets, out=out, alpha=alpha)
 
-    def gemm(self, rows: torch.Tensor, input_scale: torch.Tensor, weight, weight_scale, alpha, dtype) -> torch.Tensor:
-        q, sf = self.quantize(rows, input_scale)
-        return grouped_gemm_offsets(q, sf, weight, weight_scale, self.offsets, self.sf_offsets, alpha=alpha, out_dtype=dtype)
+    def combine(self, down: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Each token's rows of down times its weights, summed: [T, H] (a batched GEMM, accumulating in float32)."""
+        row_of_pair = torch.empty_like(self.order).scatter_(0, self.order, torch.arange(self.rows, device=self.order.device))
+        per_token = down[row_of_pair].view(-1, self.top_k, down.shape[1])
+        return torch.bmm(weights.to(down.dtype).unsqueeze(1), per_token).squeeze(1)
 
 
 def activate(gate_up: torch.Tensor, activation: str) -> torch.Tensor:
@@ -85,10 +127,9 @@ def fused_moe(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tenso
     if not tokens:
         return x.new_zeros(x.shape)
     routing = Routing(topk_ids, experts.num_experts)
-    rows = x[routing.order // top_k]  # [T * top_k, H], grouped by expert
-    gate_up = routing.gemm(rows, experts.w13_input_scale, experts.w13, experts.w13_scale, experts.w13_alpha, x.dtype)
-    down = routing.gemm(activate(gate_up, activation), experts.w2_input_scale, experts.w2, experts.w2_scale, experts.w2_alpha, x.dtype)
-    per_pair = torch.empty_like(down).index_copy_(0, routing.order, down).view(tokens, top_k, -1)  # back in (token, j) order
+    gate_up = x.new_empty((routing.rows, 2 * experts.intermediate))
+    routing.gemm(x.contiguous(), routing.token, experts.w13_input_scale, experts.w13, experts.w13_scale, experts.w13_alpha, gate_up)
+    down = x.new_zeros((routing.rows, experts.hidden))  # a dropped pair's row stays zero
+    routing.gemm(activate(gate_up, activation), routing.in_order, experts.w2_input_scale, experts.w2, experts.w2_scale, experts.w2_alpha, down)
     kept = (topk_ids >= 0) & (topk_ids < experts.num_experts)
-    weights = torch.where(kept, topk_weights.float(), 0.0)[..., None]
-    return torch.where(kept[..., None], per_pair.float() * weights, 0.0).sum(1).to(x.dtype)
+    return routing.combine(down, torch.where(kept, topk_weights, 0.0))

@@ -118,7 +118,7 @@ def sf_rows_capacity(total_m: int, experts: int) -> int:
     return (total_m + 127 * experts + 127) // 128 * 128
 
 
-def _expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total: int, sf_rows: int):
+def expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total: int, sf_rows: int):
     """Per row of A: its expert (-1: none, or one whose counts the layout cannot hold) and its scale row.
     An expert whose first row lies before an earlier expert's holds none, so no row has two experts."""
     rows = torch.arange(total, device=expert_offsets.device, dtype=torch.int32)
@@ -138,7 +138,7 @@ def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets:
     plain_from_blocked() gives them from quantize()'s): row r of expert e goes to scale row
     sf_offsets[e] + r - expert_offsets[e]; [sf_rows/128, K/64, 32, 4, 4], zeros elsewhere. No host sync."""
     total, cols = plain.shape
-    expert, sf_row = _expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
+    expert, sf_row = expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
     placed = plain.new_zeros((sf_rows + 1, cols), dtype=torch.uint8)  # the last row takes the rows of no expert
     placed.index_copy_(0, torch.where(expert >= 0, sf_row, sf_rows).long(), plain.view(torch.uint8))
     return blocked_from_plain(placed[:sf_rows]).view(plain.dtype)
@@ -175,7 +175,7 @@ def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha=None
     total, sf_rows = a.shape[0], sfa.shape[0] * 128
     if not total:
         return
-    expert, sf_row = _expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
+    expert, sf_row = expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
     scales = plain_from_blocked(sfa.view(torch.uint8), sf_rows).view(torch.float8_e4m3fn).float()[sf_row.long()]
     a_dec = dequantize(a, scales)
     b_dec = _decoded_per_expert(b, sfb)

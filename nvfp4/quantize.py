@@ -146,12 +146,21 @@ def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tenso
     if kernel is None or not x.is_contiguous():
         quantize_portable(x, masked_m, q, sf, global_scale)
         return
-    *lead, rows, k = x.shape
-    batch = math.prod(lead)
+    *lead, rows, _ = x.shape
     strides = global_scale_strides(global_scale, x) if global_scale is not None else (0, 0)
-    desc = (ctypes.c_int64 * 11)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), masked_m.data_ptr() if masked_m is not None else 0,
-                                 batch, rows, k, int(x.dtype == torch.bfloat16), global_scale.data_ptr() if global_scale is not None else 0,
-                                 *strides)
+    launch_quantize(kernel, x, q, sf, math.prod(lead), rows, masked_m, global_scale, strides)
+
+
+def launch_quantize(kernel: KernelPath, x: torch.Tensor, q: torch.Tensor, sf: torch.Tensor, batch: int, rows: int, masked_m=None,
+                    global_scale=None, strides=(0, 0), routed=None) -> None:
+    """The quantization kernel on the caller's current queue (its arguments: nvfp4_quantize in
+    csrc/nvfp4.cu); routed: (source_row, offsets, sf_offsets), int32 on the GPU, of the routed form."""
+    pointer = lambda t: t.data_ptr() if t is not None else 0
+    source_row, offsets, sf_offsets = routed or (None, None, None)
+    experts = sf_offsets.shape[0] if sf_offsets is not None else 0
+    desc = (ctypes.c_int64 * 15)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), pointer(masked_m), batch, rows, x.shape[-1],
+                                 int(x.dtype == torch.bfloat16), pointer(global_scale), *strides, pointer(source_row), pointer(offsets),
+                                 pointer(sf_offsets), experts)
     err = ctypes.create_string_buffer(512)
     if kernel.lib.nvfp4_quantize(desc, kernel.num_sms, current_queue(x.get_device()), err, len(err)):
         raise RuntimeError(f"nvfp4.quantize: {err.value.decode()}")

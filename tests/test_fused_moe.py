@@ -59,28 +59,27 @@ def dequantized(codes: np.ndarray, scale_bytes: np.ndarray) -> np.ndarray:
 def emulated_layer(x, weights, ids, experts: nvfp4.Experts) -> np.ndarray:
     """The same two-level math in float64: each routed row quantized by the independent recipe with
     its expert's input scale, the GEMMs in float64 times alpha, rounded to x's dtype where the layer
-    rounds (its GEMMs' outputs and the activation), summed with the weights in float64."""
+    rounds (its GEMMs' outputs and the activation), summed with the weights (rounded to x's dtype, as
+    the layer's combine takes them) in float64."""
     ex = experts.to("cpu")
-    x, weights, ids = x.cpu(), weights.cpu().double(), ids.cpu()
-
-    def weight(w, blocked, rows):
-        plain = nvfp4.plain_from_blocked(blocked.view(torch.uint8), rows).numpy()
-        return dequantized(w.numpy(), plain)
+    x, ids = x.cpu(), ids.cpu()
+    weights = weights.cpu().to(x.dtype).double()
 
     def gemm(rows: torch.Tensor, e: int, input_scale, w, blocked, alpha) -> torch.Tensor:
         codes, scale_bytes = quantize_two_level(rows, np.full(rows.shape[0], float(input_scale[e]), np.float32))
-        product = dequantized(codes, scale_bytes) @ weight(w[e], blocked[e], w.shape[1]).T * alpha[e].double().numpy()
+        plain = nvfp4.plain_from_blocked(blocked[e].view(torch.uint8), w.shape[1]).numpy()
+        product = dequantized(codes, scale_bytes) @ dequantized(w[e].numpy(), plain).T * alpha[e].double().numpy()
         return torch.from_numpy(product).to(x.dtype)
 
     out = np.zeros(x.shape)
-    for t in range(x.shape[0]):
-        for j in range(ids.shape[1]):
-            e = int(ids[t, j])
-            if not 0 <= e < ex.num_experts:
-                continue
-            gate, up = gemm(x[t:t + 1], e, ex.w13_input_scale, ex.w13, ex.w13_scale, ex.w13_alpha).double().chunk(2, dim=-1)
-            act = (F.silu(gate) * up).to(x.dtype)
-            out[t] += float(weights[t, j]) * gemm(act, e, ex.w2_input_scale, ex.w2, ex.w2_scale, ex.w2_alpha).double().numpy()[0]
+    for e in range(ex.num_experts):
+        token, j = (ids == e).nonzero(as_tuple=True)
+        if not len(token):
+            continue
+        gate, up = gemm(x[token], e, ex.w13_input_scale, ex.w13, ex.w13_scale, ex.w13_alpha).double().chunk(2, dim=-1)
+        act = (F.silu(gate) * up).to(x.dtype)
+        down = gemm(act, e, ex.w2_input_scale, ex.w2, ex.w2_scale, ex.w2_alpha).double().numpy()
+        np.add.at(out, token.numpy(), weights[token, j].numpy()[:, None] * down)
     return out
 
 
@@ -133,15 +132,18 @@ def test_bad_fused_moe_input_raises_a_clear_error(change, message):
 
 
 def test_torch_compile_traces_fused_moe_in_one_graph():
+    """One graph (fullgraph) computing the same layer; inductor's own code for the activation and the
+    combine may round differently in the last bf16 bit, so the two agree to bf16's precision."""
     x, weights, ids, experts, _ = layer(4, 128, 64, 5, 2, seed=8)
     compiled = torch.compile(nvfp4.fused_moe, fullgraph=True)
-    assert torch.equal(compiled(x, weights, ids, experts), nvfp4.fused_moe(x, weights, ids, experts))
+    assert relative(compiled(x, weights, ids, experts).float(), nvfp4.fused_moe(x, weights, ids, experts).float()) < 1e-2
 
 
 # ----------------------------------------------------------------------------- on a GPU
 @requires_cuda
 @needs_kernel
-@pytest.mark.parametrize("shape", [(16, 1024, 512, 24, 8), (8, 2048, 1024, 40, 2)], ids=["E16 H1024 top-8", "E8 H2048 top-2"])
+@pytest.mark.parametrize("shape", [(16, 1024, 512, 24, 8), (8, 2048, 1024, 40, 2), (8, 7168, 2048, 6, 8)],
+                         ids=["E16 H1024 F512 top-8", "E8 H2048 F1024 top-2", "E8 H7168 F2048 top-8"])
 def test_fused_moe_on_the_gpu_matches_the_emulation(shape, capsys):
     experts, hidden, inter, tokens, top_k = shape
     x, weights, ids, quantized, unquantized = layer(experts, hidden, inter, tokens, top_k, seed=9)
@@ -178,3 +180,30 @@ def test_fused_moe_graph_replays_with_new_tokens_and_routing_on_a_busy_side_queu
             graph.replay()
         side.synchronize()
         assert torch.equal(out, nvfp4.fused_moe(x, weights, ids, experts)), f"replay {replay}"
+
+
+@requires_cuda
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_the_routed_quantize_kernel_matches_its_portable_form_bit_for_bit(dtype):
+    """The kernel that gathers the routed rows and quantizes each with its expert's global scale into
+    the offset form's layout, against the same in PyTorch ops (quantize_portable, offset_scales), on
+    rows with zeros, subnormals, inf and NaN, some pairs dropped: every owned row's codes and every
+    scale byte (zeros outside the experts' rows) equal."""
+    from nvfp4.fused_moe import Routing, _quantize_routed, quantize_routed_portable
+    from two_level_reference import awkward_activations
+
+    nvfp4.prepare()
+    x, scale = awkward_activations(300, 512, dtype, seed=12)
+    x = x.to(DEVICE)
+    g = torch.Generator().manual_seed(13)
+    ids = torch.randint(-1, 20, (300, 4), generator=g).to(DEVICE)  # -1: dropped
+    routing = Routing(ids, 20)
+    input_scale = torch.from_numpy(scale[:20]).to(DEVICE)
+    q, sf = _quantize_routed(x, routing.token, routing.offsets, routing.sf_offsets, input_scale, routing.sf_rows)
+    q_ref, sf_ref = torch.empty_like(q), torch.zeros_like(sf)
+    quantize_routed_portable(x, routing.token, routing.offsets, routing.sf_offsets, input_scale, q_ref, sf_ref)
+    owned = int(routing.offsets[-1])
+    assert 0 < owned < routing.rows
+    assert torch.equal(q[:owned].view(torch.uint8), q_ref[:owned].view(torch.uint8))
+    assert torch.equal(sf.view(torch.uint8), sf_ref.view(torch.uint8))

@@ -116,6 +116,8 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
       (reinterpret_cast<uintptr_t>(q.x) | reinterpret_cast<uintptr_t>(q.q) | reinterpret_cast<uintptr_t>(q.sf)) % 16 ||
       reinterpret_cast<uintptr_t>(q.global_scale) % 4)
     return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
+  if (q.offsets && (!q.global_scale || !q.source_row || !q.sf_offsets || q.batch != 1 || q.experts < 1 || q.masked_m))
+    return st.fail("unsupported quantization", "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
