@@ -11,6 +11,7 @@ apply alpha = input_scale * weight_scale_2 per expert in their fp32 epilogue (do
 """
 import torch
 
+from .moe import check_tensor
 from .ops import quantize
 from .quantize import blocked_from_plain, plain_from_blocked
 
@@ -18,12 +19,7 @@ FP4 = (torch.uint8, torch.float4_e2m1fn_x2)
 
 
 def _check(name: str, t, dtypes, shape) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise ValueError(f"nvfp4.Experts: {name} is not a tensor but {type(t).__name__}")
-    if t.dtype not in dtypes:
-        raise ValueError(f"nvfp4.Experts: {name} has dtype {t.dtype}, expected {' or '.join(map(str, dtypes))}")
-    if tuple(t.shape) != tuple(shape):
-        raise ValueError(f"nvfp4.Experts: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    check_tensor(f"nvfp4.Experts: {name}", t, dtypes, shape)
 
 
 def _positive(name: str, t: torch.Tensor) -> None:

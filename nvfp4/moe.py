@@ -36,7 +36,8 @@ def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
     return path if isinstance(path, KernelPath) else None
 
 
-def _check(name: str, t, dtypes, shape, device=None) -> None:
+def check_tensor(name: str, t, dtypes, shape, device=None) -> None:
+    """ValueError naming `name` unless t is a tensor of one of dtypes, of the shape (and on device)."""
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} is not a tensor but {type(t).__name__}")
     if t.dtype not in dtypes:
@@ -54,8 +55,8 @@ def _check_experts(what: str, a, b, sfb):
     k = 2 * half_k
     if not experts or not n or k % 64:
         raise ValueError(f"nvfp4.{what}: E={experts} and N={n} must be positive and K={k} a positive multiple of 64")
-    _check(f"nvfp4.{what}: b", b, FP4, (experts, n, half_k), a.device)
-    _check(f"nvfp4.{what}: sfb", sfb, SCALE, (experts, *blocked_scale_shape(n, k)), a.device)
+    check_tensor(f"nvfp4.{what}: b", b, FP4, (experts, n, half_k), a.device)
+    check_tensor(f"nvfp4.{what}: sfb", sfb, SCALE, (experts, *blocked_scale_shape(n, k)), a.device)
     return experts, n, k
 
 
@@ -75,11 +76,11 @@ def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int,
         raise ValueError(f"nvfp4.grouped_gemm_masked: a must be [E, max_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
     experts, n, k = _check_experts("grouped_gemm_masked", a, b, sfb)
     max_m = a.shape[1]
-    _check("nvfp4.grouped_gemm_masked: a", a, FP4, (experts, max_m, k // 2))
-    _check("nvfp4.grouped_gemm_masked: sfa", sfa, SCALE, (experts, *blocked_scale_shape(max_m, k)), a.device)
-    _check("nvfp4.grouped_gemm_masked: masked_m", masked_m, (torch.int32,), (experts,), a.device)
+    check_tensor("nvfp4.grouped_gemm_masked: a", a, FP4, (experts, max_m, k // 2))
+    check_tensor("nvfp4.grouped_gemm_masked: sfa", sfa, SCALE, (experts, *blocked_scale_shape(max_m, k)), a.device)
+    check_tensor("nvfp4.grouped_gemm_masked: masked_m", masked_m, (torch.int32,), (experts,), a.device)
     if out is not None:
-        _check("nvfp4.grouped_gemm_masked: out", out, OUT, (experts, max_m, n), a.device)
+        check_tensor("nvfp4.grouped_gemm_masked: out", out, OUT, (experts, max_m, n), a.device)
     _check_alpha("grouped_gemm_masked", alpha, experts, n, a.device)
     return experts, max_m, n, k
 
@@ -90,14 +91,14 @@ def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=
         raise ValueError(f"nvfp4.grouped_gemm_offsets: a must be [total_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
     experts, n, k = _check_experts("grouped_gemm_offsets", a, b, sfb)
     total = a.shape[0]
-    _check("nvfp4.grouped_gemm_offsets: a", a, FP4, (total, k // 2))
+    check_tensor("nvfp4.grouped_gemm_offsets: a", a, FP4, (total, k // 2))
     if not isinstance(sfa, torch.Tensor) or sfa.dim() != 5:
         raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa must be [sf_rows/128, K/64, 32, 4, 4], got {tuple(getattr(sfa, 'shape', ()))}")
-    _check("nvfp4.grouped_gemm_offsets: sfa", sfa, SCALE, (sfa.shape[0], k // 64, 32, 4, 4), a.device)
-    _check("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
-    _check("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
+    check_tensor("nvfp4.grouped_gemm_offsets: sfa", sfa, SCALE, (sfa.shape[0], k // 64, 32, 4, 4), a.device)
+    check_tensor("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
+    check_tensor("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
     if out is not None:
-        _check("nvfp4.grouped_gemm_offsets: out", out, OUT, (total, n), a.device)
+        check_tensor("nvfp4.grouped_gemm_offsets: out", out, OUT, (total, n), a.device)
     _check_alpha("grouped_gemm_offsets", alpha, experts, n, a.device)
     return experts, total, sfa.shape[0] * 128, n, k
 
