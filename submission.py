@@ -1454,13 +1454,19 @@ struct Consumer {
 // per-warp staging buffer: stmatrix.trans makes each C row's 16 columns 32 contiguous bytes. This
 // thread's accumulators hold C columns n_base + lane / 4 (acc[4i], acc[4i + 1]) and 8 past it
 // (acc[4i + 2], acc[4i + 3]); each is unscaled, then times its column's alpha (a column past N
-// takes the last column's: it is not stored).
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
-                                           int n8, uint8_t* staging, int lane) {
+// takes the last column's: it is not stored). kTwoLevel false: fp16 without alpha, the stores of a
+// call without either, compiled apart so that they cost what they did before alpha existed (one
+// runtime choice per tile instead of a multiply and a conversion choice per element: 1-2% of the
+// benchmark's small cases on the H200, docs/PERF.md).
+template <bool kTwoLevel>
+__device__ __forceinline__ void store_tile_as(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows,
+                                              int n_base, int n8, uint8_t* staging, int lane) {
   const uint32_t staging_u32 = smem_u32(staging);
   const int matrix = lane / 8, matrix_row = lane % 8;
-  const float alpha_lo = alpha_at(out, min(n_base + lane / 4, g.n - 1)), alpha_hi = alpha_at(out, min(n_base + lane / 4 + 8, g.n - 1));
-  auto pack = [&](int i, float alpha) { return out2_bits(acc[i] * kUnscale * alpha, acc[i + 1] * kUnscale * alpha, out.bf16); };
+  const float alpha_lo = kTwoLevel ? alpha_at(out, min(n_base + lane / 4, g.n - 1)) : 1.0f;
+  const float alpha_hi = kTwoLevel ? alpha_at(out, min(n_base + lane / 4 + 8, g.n - 1)) : 1.0f;
+  const int bf16 = kTwoLevel ? out.bf16 : 0;
+  auto pack = [&](int i, float alpha) { return out2_bits(acc[i] * kUnscale * alpha, acc[i + 1] * kUnscale * alpha, bf16); };
 #pragma unroll
   for (int win = 0; win < 4; ++win) {  // 64 rows of C per window
     if (win * 8 >= n8) break;
@@ -1482,6 +1488,11 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupA
     }
     __syncwarp();
   }
+}
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
+                                           int n8, uint8_t* staging, int lane) {
+  if (out.alpha || out.bf16) store_tile_as<true>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
+  else store_tile_as<false>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
 }
 
 // The A rows of a tile (its group's last chunk may have fewer than the others).
