@@ -90,6 +90,22 @@ def test_compressed_tensors_checkpoint_loads_as_modelopt(tmp_path):
                         nvfp4.load_experts(tmp_path / "modelopt.safetensors", PREFIX))
 
 
+
+def test_both_formats_give_the_same_layer_output(tmp_path):
+    """The same quantized weights in the two formats: fused_moe's output from each, bit for bit, finite
+    and not all zero (the layer's own tests hold its values against a float64 emulation)."""
+    layer = quantized_layer(5)
+    save_file(checkpoint(layer, "modelopt"), str(tmp_path / "modelopt.safetensors"))
+    save_file(checkpoint(layer, "compressed-tensors"), str(tmp_path / "compressed.safetensors"))
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(7, HIDDEN, generator=g).to(torch.bfloat16)
+    weights, ids = torch.topk(torch.softmax(torch.randn(7, EXPERTS, generator=g), -1), 2, -1)
+    outputs = [nvfp4.fused_moe(x, weights, ids, nvfp4.load_experts(tmp_path / name, PREFIX))
+               for name in ("modelopt.safetensors", "compressed.safetensors")]
+    assert torch.isfinite(outputs[0]).all() and outputs[0].any()
+    assert torch.equal(outputs[0], outputs[1])
+
+
 @pytest.mark.parametrize("fmt", ["modelopt", "compressed-tensors"])
 def test_gate_and_up_weight_scales_each_scale_their_own_columns(fmt):
     """With different weight_scale_2 for gate and up, w13's alpha is [E, 2F]: gate's columns
