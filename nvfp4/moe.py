@@ -18,12 +18,12 @@ import torch
 from .dispatch import _paths, select_path
 from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
+from .layout import OUT_DTYPES
 from .portable import dequantize
 from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocked
 
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
-OUT = (torch.float16, torch.bfloat16)
 
 
 def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
@@ -80,7 +80,7 @@ def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int,
     check_tensor("nvfp4.grouped_gemm_masked: sfa", sfa, SCALE, (experts, *blocked_scale_shape(max_m, k)), a.device)
     check_tensor("nvfp4.grouped_gemm_masked: masked_m", masked_m, (torch.int32,), (experts,), a.device)
     if out is not None:
-        check_tensor("nvfp4.grouped_gemm_masked: out", out, OUT, (experts, max_m, n), a.device)
+        check_tensor("nvfp4.grouped_gemm_masked: out", out, OUT_DTYPES, (experts, max_m, n), a.device)
     _check_alpha("grouped_gemm_masked", alpha, experts, n, a.device)
     return experts, max_m, n, k
 
@@ -98,7 +98,7 @@ def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=
     check_tensor("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
     check_tensor("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
     if out is not None:
-        check_tensor("nvfp4.grouped_gemm_offsets: out", out, OUT, (total, n), a.device)
+        check_tensor("nvfp4.grouped_gemm_offsets: out", out, OUT_DTYPES, (total, n), a.device)
     _check_alpha("grouped_gemm_offsets", alpha, experts, n, a.device)
     return experts, total, sfa.shape[0] * 128, n, k
 

@@ -19,6 +19,7 @@ import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
 from .dispatch import run
+from .layout import OUT_DTYPES
 from .moe import kernel_for, masked_into, masked_problem, offsets_into, offsets_problem
 from .quantize import check_quantize_input, new_quantize_outputs, quantize_into
 
@@ -35,9 +36,6 @@ def _call(a, b, sfa, sfb, out) -> tuple[list, list]:
             raise ValueError(f"nvfp4 grouped gemm, group {g}: a and b must be 2-D tensors, [M, K/2] and [N, K/2]")
         sizes.append((x.shape[0], y.shape[0], 2 * x.shape[1], 1))
     return [*chain.from_iterable(zip(a, b, out)), *chain.from_iterable(zip(sfa, sfb))], sizes
-
-
-OUT_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def _out_dtype(out_dtype, what: str) -> torch.dtype:
