@@ -96,6 +96,10 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
     dispatcher's own cost (tens of microseconds of host time for lists of tensors) buys nothing
     there. Traced by torch.compile, or under a dispatch mode (FakeTensorMode, say), it goes through
     torch.ops.nvfp4, whose fake implementations answer."""
+    for name, value in (("a", a), ("b", b), ("sfa", sfa), ("sfb", sfb)) + ((("out", out),) if out is not None else ()):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"nvfp4.grouped_gemm: {name} must be a list with one tensor per group, got {type(value).__name__} "
+                             f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)")
     direct = not torch.compiler.is_compiling() and _current_dispatch_mode() is None and a and type(a[0]) is torch.Tensor
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)

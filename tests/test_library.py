@@ -114,10 +114,16 @@ def test_torch_compile_traces_the_op_with_no_graph_break():
     (lambda a, b, sfa, sfb: ([a[0].unsqueeze(-1)] + a[1:], b, sfa, sfb), "a and b must be 2-D tensors"),
     (lambda a, b, sfa, sfb: (a, [b[0][:, :64]] + b[1:], sfa, sfb), "group 0: b has shape"),
     (lambda a, b, sfa, sfb: (a, b, [sfa[0].view(torch.uint8)] + sfa[1:], sfb), "group 0: sfa has dtype torch.uint8"),
+    (lambda a, b, sfa, sfb: (a[0], b, sfa, sfb), "a must be a list with one tensor per group, got Tensor"),
 ])
 def test_bad_input_raises_a_clear_error(what, message):
     with pytest.raises(ValueError, match=message):
         nvfp4.grouped_gemm(*what(*operands(*CASE, seed=8)))
+
+
+def test_reorder_scales_refuses_k_that_is_not_a_multiple_of_64():
+    with pytest.raises(ValueError, match=r"K/16 a multiple of 4\), got \(5, 6\)"):
+        nvfp4.reorder_scales(torch.zeros(5, 6).to(torch.float8_e4m3fn))
 
 
 def test_reorder_scales_makes_the_leaderboards_layout():
