@@ -97,7 +97,7 @@ def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bo
         out.log(f"{kind}.{i}.spec", test.spec)
         out.log(f"{kind}.{i}.status", "fail")
         out.log(f"{kind}.{i}.error", f"the submission failed to import: {reason}")
-        print(f"{kind} {i:<3} FAIL  {test.spec}: the submission failed to import", flush=True)
+        print(f"{kind} {i + 1}/{len(tests)} FAIL  {test.spec}: the submission failed to import", flush=True)
     return False
 
 
@@ -119,7 +119,7 @@ def run_testing(out, worker, tests, submission, timeout) -> int:
         ok, result = _call(worker, "run_test", submission, test.args, timeout=timeout)
         good, message, readable = result if ok else (False, result, None)
         out.log(f"test.{i}.status", "pass" if good else "fail")
-        print(f"test {i:<3} {'pass' if good else 'FAIL'}  {test.spec}", flush=True)
+        print(f"test {i + 1}/{len(tests)} {'pass' if good else 'FAIL'}  {test.spec}", flush=True)
         if good:
             passed += 1
             continue
@@ -326,7 +326,7 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
             ok, result = _call(worker, "prepare_comparison", submission, test.args, plan.sets, plan.progress, timeout=timeout)
             if not ok or result is not None:
                 results.append(f"{name} failed")
-                print(f"compare {i} FAIL  {test.spec}: {name} failed", flush=True)
+                print(f"compare {i + 1}/{len(tests)} FAIL  {test.spec}: {name} failed", flush=True)
                 tell_failure(failures, result)
                 break
         if len(results) > i:
@@ -338,7 +338,7 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
             results.append(alternate(*repeats, plan.repeats, 10e9))
         except WorkerFailure as e:
             results.append(str(e))
-            print(f"compare {i} FAIL  {test.spec}: a timed repeat failed", flush=True)
+            print(f"compare {i + 1}/{len(tests)} FAIL  {test.spec}: a timed repeat failed", flush=True)
             tell_failure(failures, str(e))
     ok, device = _call(workers[0], "device_name", timeout=timeout)
     print(f"\n{device_header(device if ok else 'an unknown GPU')[0]}")

@@ -42,6 +42,9 @@ def test_reference_passes_as_a_submission_with_protocol_lines(tmp_path):
     assert lines["test.0.spec"] == TINY.strip() and lines["test.0.status"] == "pass"
     assert lines["test.1.status"] == "pass" and lines["check"] == "pass"
     assert proc.stdout.rstrip().endswith("\n2 of 2 passed")
+    # Readable lines count cases as the progress lines do, from 1 (the protocol's keys count from 0).
+    assert [line.split()[:3] for line in proc.stdout.splitlines() if line.startswith("test ")] == [["test", "1/2", "pass"], ["test", "2/2", "pass"]]
+    assert "[eval] test 1/2:" in proc.stderr
 
 
 def test_the_default_submission_passes_and_names_the_device_and_its_path(tmp_path):
@@ -213,7 +216,7 @@ def test_compare_times_two_submissions_and_gives_per_case_ratios(tmp_path):
 def test_compare_checks_both_sides_first(tmp_path):
     wrong = write_submission(tmp_path, "def custom_kernel(data):\n    out = ref_kernel(data)\n    out[0][0, 0, 0] += 1.0\n    return out\n")
     proc, lines = run_eval(tmp_path, "compare", TINY, extra=(str(ROOT / "reference.py"), str(wrong)))
-    assert proc.returncode == 112 and "compare 0 FAIL" in proc.stdout and "B failed" in proc.stdout
+    assert proc.returncode == 112 and "compare 1/1 FAIL" in proc.stdout and "B failed" in proc.stdout
     assert lines["check"] == "fail" and proc.stdout.rstrip().endswith("\n0 of 1 passed")
 
 
