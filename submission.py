@@ -3808,7 +3808,7 @@ bool check_experts(const ExpertProblem& p, Status& st) {
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
       (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
       reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
-    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)", p.experts,
              kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
   }
@@ -4308,9 +4308,9 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
 # A compiled CUDA path: launch plans cached per call, their CUDA graphs, and the per-call hot path.
 #
 # Every launch goes to the caller's current queue (launch_queue.py). Outside a graph capture, a call's
-# signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan: the first
-# call validates the input, makes the plan and launches it plainly; the second builds the plan's CUDA
-# graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
+# signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan:
+# the first call validates the input, makes the plan and launches it plainly; the second builds the
+# plan's CUDA graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
 # is made for that call alone and launched into the caller's graph, with its workspace from the
 # capture's own memory, so that each replay computes from the values the tensors hold then.
 

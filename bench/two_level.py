@@ -124,7 +124,6 @@ def layer_parts(x, weights, ids, ex: nvfp4.Experts) -> dict:
     act = activate(gate_up, "silu")
     q2, sf2 = quantize_routed(act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows)
     down = x.new_zeros((routing.rows, ex.hidden))
-    masked_weights = torch.where((ids >= 0) & (ids < ex.num_experts), weights, 0.0)
     return {
         "routing": lambda: Routing(ids, ex.num_experts),
         "quantize 1 (gathers x)": lambda: quantize_routed(x, routing.token, routing.offsets, routing.sf_offsets, ex.w13_input_scale,
@@ -135,7 +134,7 @@ def layer_parts(x, weights, ids, ex: nvfp4.Experts) -> dict:
         "quantize 2": lambda: quantize_routed(act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows),
         "GEMM 2 (w2)": lambda: nvfp4.grouped_gemm_offsets(q2, sf2, ex.w2, ex.w2_scale, routing.offsets, routing.sf_offsets, out=down,
                                                           alpha=ex.w2_alpha),
-        "combine": lambda: routing.combine(down, masked_weights),
+        "combine": lambda: routing.combine(down, weights),
     }
 
 

@@ -22,15 +22,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import nvfp4  # noqa: E402
-
-PROJECTIONS = {"gate_proj": 0, "up_proj": 1}  # rows of w13: gate's, then up's
-
-
-def two_level(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(codes uint8 [N, K/2], block scales E4M3 [N, K/16], weight_scale_2) of one projection."""
-    scale_2 = weight.abs().amax().float().reshape(1) / 2688.0
-    q, sf = nvfp4.quantize(weight.contiguous(), global_scale=scale_2)
-    return q.view(torch.uint8), nvfp4.plain_from_blocked(sf.view(torch.uint8), weight.shape[0]).view(torch.float8_e4m3fn), scale_2
+from nvfp4.experts import quantize_weight  # noqa: E402
 
 
 def write_checkpoint(path: Path, prefix: str, w13: torch.Tensor, w2: torch.Tensor, in13: float, in2: float, fmt: str) -> None:
@@ -41,7 +33,8 @@ def write_checkpoint(path: Path, prefix: str, w13: torch.Tensor, w2: torch.Tenso
     tensors = {}
     for e in range(w13.shape[0]):
         for proj, weight, input_scale in (("gate_proj", w13[e, :inter], in13), ("up_proj", w13[e, inter:], in13), ("down_proj", w2[e], in2)):
-            codes, scales, scale_2 = two_level(weight)
+            scale_2 = weight.abs().amax().float().reshape(1) / 2688.0  # ModelOpt's weight_scale_2: amax / (6 * 448)
+            codes, scales = quantize_weight(weight, scale_2)
             name = f"{prefix}.{e}.{proj}"
             input_scale = torch.tensor(input_scale, dtype=torch.float32)
             if fmt == "modelopt":

@@ -22,6 +22,14 @@ def _check(name: str, t, dtypes, shape) -> None:
     check_tensor(f"nvfp4.Experts: {name}", t, dtypes, shape)
 
 
+def quantize_weight(w: torch.Tensor, weight_scale_2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A weight [..., N, K] (fp16 or bf16) quantized the two-level way with its dequantization global
+    scale (float32: one value, or one per row, [..., N]): (codes uint8 [..., N, K/2], block scales
+    E4M3 [..., N, K/16] in plain row-major order, as checkpoints store them)."""
+    q, sf = quantize(w.contiguous(), global_scale=weight_scale_2.contiguous())
+    return q.view(torch.uint8), plain_from_blocked(sf.view(torch.uint8), w.shape[-2]).view(torch.float8_e4m3fn)
+
+
 def _positive(name: str, t: torch.Tensor) -> None:
     """Global scales are read here once, at load (never in a call): a scale that is not positive and
     finite would make every output of its expert wrong without a sign."""
@@ -90,20 +98,15 @@ class Experts:
         """Experts quantized from fp16 or bf16 weights, w13 [E, 2F, H] (gate's rows, then up's) and w2
         [E, H, F], the two-level way: weight_scale_2 = amax / (6 * 448) per expert (and per
         projection: gate and up share the larger unless gate_up_share_scale is False), then
-        nvfp4.quantize with it as the global scale. The input scales (float32 [E]) are the
+        quantize_weight with it as the global scale. The input scales (float32 [E]) are the
         activations' calibrated amax / (6 * 448), as a checkpoint holds them."""
         experts, two_f, _ = w13.shape
         max_e4m3_e2m1 = 6.0 * 448.0
         halves = w13.reshape(experts, 2, two_f // 2, -1).abs().amax((2, 3)).float() / max_e4m3_e2m1  # [E, 2]
         w13_scale_2 = halves.amax(1, keepdim=True).expand(experts, 2).contiguous() if gate_up_share_scale else halves
         w2_scale_2 = w2.abs().amax((1, 2)).float() / max_e4m3_e2m1
-
-        def two_level(w, per_row_scale):
-            q, sf = quantize(w.contiguous(), global_scale=per_row_scale.contiguous())
-            return q.view(torch.uint8), plain_from_blocked(sf.view(torch.uint8), w.shape[1]).view(torch.float8_e4m3fn)
-
-        q13, s13 = two_level(w13, w13_scale_2.repeat_interleave(two_f // 2, dim=1))
-        q2, s2 = two_level(w2, w2_scale_2[:, None].expand(experts, w2.shape[1]))
+        q13, s13 = quantize_weight(w13, w13_scale_2.repeat_interleave(two_f // 2, dim=1))
+        q2, s2 = quantize_weight(w2, w2_scale_2[:, None].expand(experts, w2.shape[1]))
         return cls(q13, s13, w13_scale_2, w13_input_scale, q2, s2, w2_scale_2, w2_input_scale)
 
     @property

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from .experts import Experts
 from .moe import expert_of_rows, kernel_for, offset_scales, sf_rows_capacity
 from .ops import grouped_gemm_offsets
-from .quantize import blocked_scale_shape, launch_quantize, new_quantize_outputs, plain_from_blocked, quantize_portable
+from .quantize import blocked_scale_shape, launch_quantize, plain_from_blocked, quantize_portable
 
 ACTIVATIONS = ("silu", "relu2")
 
@@ -46,14 +46,20 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
         raise ValueError(f"nvfp4.fused_moe: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
+def routed_outputs(x: torch.Tensor, rows: int, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The codes [rows, K/2] and the offset form's zeroed sfa [sf_rows/128, K/64, 32, 4, 4] of a routed quantization."""
+    k = x.shape[1]
+    return (x.new_empty((rows, k // 2), dtype=torch.float4_e2m1fn_x2),
+            x.new_zeros(blocked_scale_shape(sf_rows, k), dtype=torch.float8_e4m3fn))
+
+
 def _quantize_routed(x: torch.Tensor, source_row: torch.Tensor, offsets: torch.Tensor, sf_offsets: torch.Tensor,
                      global_scale: torch.Tensor, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Routed row r = x row source_row[r], quantized with its expert's global scale (the expert
     whose offsets hold r), its scales at row sf_offsets[e] + r - offsets[e] of the offset form's sfa
     [sf_rows/128, K/64, 32, 4, 4] (zeros elsewhere). Rows of no expert: codes unspecified."""
     rows = source_row.shape[0]
-    q, _ = new_quantize_outputs(x.new_empty((rows, x.shape[1])))
-    sf = torch.zeros((sf_rows // 128, *blocked_scale_shape(128, x.shape[1])[1:]), dtype=torch.float8_e4m3fn, device=x.device)
+    q, sf = routed_outputs(x, rows, sf_rows)
     kernel = kernel_for(x)
     if kernel is not None and x.is_contiguous():
         launch_quantize(kernel, x, q, sf, 1, rows, global_scale=global_scale, strides=(1, 0), routed=(source_row, offsets, sf_offsets))
@@ -67,7 +73,7 @@ def quantize_routed_portable(x, source_row, offsets, sf_offsets, global_scale, q
     rows, sf_rows = source_row.shape[0], sf.shape[0] * 128
     expert, _ = expert_of_rows(offsets, sf_offsets, rows, sf_rows)
     routed = x[source_row.long()]
-    _, blocked = new_quantize_outputs(routed)
+    blocked = x.new_empty(blocked_scale_shape(rows, x.shape[1]), dtype=torch.float8_e4m3fn)
     quantize_portable(routed, None, q, blocked, global_scale[expert.clamp(min=0)])
     plain = plain_from_blocked(blocked.view(torch.uint8), rows).view(torch.float8_e4m3fn)
     sf.copy_(offset_scales(plain, offsets, sf_offsets, sf_rows))
@@ -78,18 +84,19 @@ quantize_routed = torch.library.custom_op("nvfp4::quantize_routed", _quantize_ro
 
 @quantize_routed.register_fake
 def _quantize_routed_fake(x, source_row, offsets, sf_offsets, global_scale, sf_rows):
-    q, _ = new_quantize_outputs(x.new_empty((source_row.shape[0], x.shape[1])))
-    return q, x.new_empty((sf_rows // 128, *blocked_scale_shape(128, x.shape[1])[1:]), dtype=torch.float8_e4m3fn)
+    return routed_outputs(x, source_row.shape[0], sf_rows)
 
 
 class Routing:
     """The T * top_k (token, expert) pairs as rows grouped by expert: row i is pair order[i] (token
-    order[i] // top_k); dropped pairs are sorted last and owned by no expert; the offset form's layout."""
+    order[i] // top_k); dropped pairs (kept false: an id outside [0, E)) are sorted last and owned by no
+    expert; the offset form's layout."""
 
     def __init__(self, topk_ids: torch.Tensor, experts: int):
+        self.kept = (topk_ids >= 0) & (topk_ids < experts)
         flat = topk_ids.reshape(-1).long()
         self.top_k = topk_ids.shape[1]
-        key = torch.where((flat >= 0) & (flat < experts), flat, experts)
+        key = torch.where(self.kept.reshape(-1), flat, experts)
         sorted_key, self.order = torch.sort(key, stable=True)
         # Expert e's rows start where the sorted keys reach e; its scale rows, padded to 128 each, after
         # the earlier experts' (offset_layout's layout, from the sorted keys in fewer launches).
@@ -108,10 +115,12 @@ class Routing:
         return grouped_gemm_offsets(q, sf, weight, weight_scale, self.offsets, self.sf_offsets, out=out, alpha=alpha)
 
     def combine(self, down: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """Each token's rows of down times its weights, summed: [T, H] (a batched GEMM, accumulating in float32)."""
+        """Each token's rows of down times its weights (dropped pairs' as 0), summed: [T, H] (a batched
+        GEMM, accumulating in float32)."""
         row_of_pair = torch.empty_like(self.order).scatter_(0, self.order, torch.arange(self.rows, device=self.order.device))
         per_token = down[row_of_pair].view(-1, self.top_k, down.shape[1])
-        return torch.bmm(weights.to(down.dtype).unsqueeze(1), per_token).squeeze(1)
+        weights = torch.where(self.kept, weights, 0.0).to(down.dtype)
+        return torch.bmm(weights.unsqueeze(1), per_token).squeeze(1)
 
 
 def activate(gate_up: torch.Tensor, activation: str) -> torch.Tensor:
@@ -126,13 +135,11 @@ def fused_moe(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tenso
     """The MoE layer's output [T, H] in x's dtype: for each token t, the sum over its top-k pairs j of
     topk_weights[t, j] * expert topk_ids[t, j] applied to x[t] (see the module's description)."""
     check_fused_moe_input(x, topk_weights, topk_ids, experts, activation)
-    tokens, top_k = topk_ids.shape
-    if not tokens:
+    if not topk_ids.shape[0]:
         return x.new_zeros(x.shape)
     routing = Routing(topk_ids, experts.num_experts)
     gate_up = x.new_empty((routing.rows, 2 * experts.intermediate))
     routing.gemm(x.contiguous(), routing.token, experts.w13_input_scale, experts.w13, experts.w13_scale, experts.w13_alpha, gate_up)
     down = x.new_zeros((routing.rows, experts.hidden))  # a dropped pair's row stays zero
     routing.gemm(activate(gate_up, activation), routing.in_order, experts.w2_input_scale, experts.w2, experts.w2_scale, experts.w2_alpha, down)
-    kept = (topk_ids >= 0) & (topk_ids < experts.num_experts)
-    return routing.combine(down, torch.where(kept, topk_weights, 0.0))
+    return routing.combine(down, topk_weights)

@@ -1,9 +1,9 @@
 """A compiled CUDA path: launch plans cached per call, their CUDA graphs, and the per-call hot path.
 
 Every launch goes to the caller's current queue (launch_queue.py). Outside a graph capture, a call's
-signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan: the first
-call validates the input, makes the plan and launches it plainly; the second builds the plan's CUDA
-graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
+signature (the queue, every data pointer and tensor object, alpha's, the sizes) keys a launch plan:
+the first call validates the input, makes the plan and launches it plainly; the second builds the
+plan's CUDA graph; every later call with the same (still alive) tensors replays it. Inside a capture the plan
 is made for that call alone and launched into the caller's graph, with its workspace from the
 capture's own memory, so that each replay computes from the values the tensors hold then.
 """

@@ -4,9 +4,9 @@
     out = nvfp4.grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets)  # a [total_m, K/2]
 
 Expert e multiplies its rows of A by b[e] ([N, K/2] FP4), times alpha[e] where given, into the same
-rows of out (fp16 or bf16). The
-counts (masked_m, or the offsets) are read on the GPU only: nothing waits for the GPU, and a CUDA
-graph captured once replays with whatever counts the tensors hold then. Rows no expert owns (in the
+rows of out (fp16 or bf16). The counts (masked_m, or the offsets) and alpha are read on the GPU only:
+nothing waits for the GPU, and a CUDA graph captured once replays with whatever counts the tensors
+hold then. Rows no expert owns (in the
 masked form, rows at or past masked_m[e]) are not written. Scales are in the blocked form,
 [..., ceil(rows/128), K/64, 32, 4, 4] E4M3, the memory of the reordered layout.
 """

@@ -10,8 +10,8 @@ b[g] FP4 [N, K/2], sfa[g] and sfb[g] their E4M3 scales (one per 16 K elements) i
 layout the leaderboard gives, [32, 4, ceil(rows/128), 4, K/64, 1] (reorder_scales makes it from
 plain [rows, K/16] scales); out[g] = alpha[g] * (a * sfa) @ (b * sfb)^T in fp16 or bf16, [M, N],
 alpha (optional) float32 [groups] on the device, read there only and applied to the fp32 sums
-before rounding. K is a positive multiple of 64; M and N may be 0. Everything runs on the caller's current queue of the current
-device, where the tensors must be (CPU tensors take the portable path).
+before rounding. K is a positive multiple of 64; M and N may be 0. Everything runs on the caller's
+current queue of the current device, where the tensors must be (CPU tensors take the portable path).
 """
 from itertools import chain
 
@@ -96,10 +96,9 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
     dispatcher's own cost (tens of microseconds of host time for lists of tensors) buys nothing
     there. Traced by torch.compile, or under a dispatch mode (FakeTensorMode, say), it goes through
     torch.ops.nvfp4, whose fake implementations answer."""
-    for name, value in (("a", a), ("b", b), ("sfa", sfa), ("sfb", sfb)) + ((("out", out),) if out is not None else ()):
-        if not isinstance(value, (list, tuple)):
-            raise ValueError(f"nvfp4.grouped_gemm: {name} must be a list with one tensor per group, got {type(value).__name__} "
-                             f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)")
+    if type(a) not in (list, tuple):  # one type test on the per-call path; below, `a and` would make a tensor torch's "ambiguous" error
+        raise ValueError(f"nvfp4.grouped_gemm: a must be a list with one tensor per group, got {type(a).__name__} "
+                         f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)")
     direct = not torch.compiler.is_compiling() and _current_dispatch_mode() is None and a and type(a[0]) is torch.Tensor
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)

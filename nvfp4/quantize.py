@@ -104,8 +104,7 @@ def global_scale_rows(global_scale: torch.Tensor, x: torch.Tensor) -> torch.Tens
     """The global scale of every (batch entry, row) of x, float32 [batch, rows] (a broadcast view)."""
     *lead, rows, _ = x.shape
     batch = math.prod(lead)
-    per_batch, per_row = global_scale_strides(global_scale, x)
-    if per_row:
+    if global_scale_strides(global_scale, x)[1]:  # one per row
         return global_scale.reshape(batch, rows)
     return global_scale.reshape(-1, 1).expand(batch, rows)
 

@@ -28,7 +28,7 @@ bool check_experts(const ExpertProblem& p, Status& st) {
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
       (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
       reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
-    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers)", p.experts,
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)", p.experts,
              kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
   }
