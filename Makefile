@@ -10,7 +10,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab timeline regimes moe-bench two-level-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -91,6 +91,9 @@ regimes: deps  ## the kernel against its floors and cuBLAS: few rows per expert,
 
 moe-bench: deps  ## the MoE forms against the list form, what empty experts cost, quantize's bandwidth (a CUDA GPU)
 	$(PYTHON) bench/moe.py
+
+decode-bench: deps  ## few rows per expert: our MoE forms against vLLM's Marlin (MARLIN_FP4_LIB=...) and the DRAM floor, single-call and in sequence (an sm_90 GPU)
+	$(PYTHON) bench/decode.py $(if $(MARLIN_FP4_LIB),--marlin $(MARLIN_FP4_LIB))
 
 two-level-bench: deps  ## what alpha and bf16 output cost; fused_moe end to end against its parts (a CUDA GPU)
 	$(PYTHON) bench/two_level.py
