@@ -1740,17 +1740,34 @@ struct Arch {
     return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
   }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
-  // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
-  // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
-  // Shape 1 when no expert can have more rows than its tiles take and its tiles, one per expert and
-  // 256 rows of B, would still give every CTA one (the counts are not known on the host).
-  static int expert_shape(int most_rows, int experts, int n, int units) {
-    const int64_t wide_tiles = int64_t(experts) * ((n + sm90::Pipeline<1>::kBRows - 1) / sm90::Pipeline<1>::kBRows);
-    return most_rows <= sm90::Pipeline<1>::kARows && wide_tiles >= units ? 1 : 0;
+  // The MoE forms: the tile shape whose busiest CTA would cost least (tile_cost) if every expert had
+  // the most rows it can have (the counts are not known on the host); shape 1 only when those rows fit
+  // one of its tiles. (A rule on shape 1's tile count alone gave E=8, N=4096's 128 wide tiles, one
+  // for all but 4 of the H200's CTAs, to shape 0: two narrow tiles on most CTAs.)
+  static int expert_shape(int most_rows, int experts, int n, int k, int units) {
+    auto busiest = [&](int shape) {
+      const TileGeometry g = geometry(shape);
+      const int64_t tiles = int64_t(experts) * ((n + g.b_rows - 1) / g.b_rows) * ((std::max(most_rows, 1) + g.a_rows - 1) / g.a_rows);
+      return (tiles + units - 1) / units * tile_cost(std::min(most_rows, g.a_rows), k, shape);
+    };
+    return worth_trying(most_rows, 1) && busiest(1) <= busiest(0) ? 1 : 0;
   }
-  static const void* expert_kernel(int shape) {
-    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
-                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
+  // The MoE forms' GEMM of a tile shape, choosing each tile's N (fixed_n8 0) or, for shape 1, built
+  // for one N of FixedWgmmaN8; null for any other.
+  template <int kN8>
+  static const void* expert_kernel_of() {
+    return reinterpret_cast<const void*>(&sm90::grouped_gemm<kN8, 1, ExpertLaunchArgs>);
+  }
+  static const void* expert_kernel(int shape, int fixed_n8) {
+    if (shape == 0) return fixed_n8 == 0 ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>) : nullptr;
+    switch (fixed_n8) {
+      case 0: return expert_kernel_of<0>();
+      case 2: return expert_kernel_of<2>();
+      case 4: return expert_kernel_of<4>();
+      case 6: return expert_kernel_of<6>();
+      case 8: return expert_kernel_of<8>();
+      default: return nullptr;
+    }
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
@@ -2919,8 +2936,11 @@ struct Arch {
   }
   // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
   // rows, else the unswapped one; the persistent kernel; no prepass.
-  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*units*/) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
-  static const void* expert_kernel(int shape) {
+  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*k*/, int /*units*/) {
+    return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped;
+  }
+  static const void* expert_kernel(int shape, int fixed_n8) {  // no kernels built for one wgmma N
+    if (fixed_n8 != 0) return nullptr;
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
                                     : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
   }
@@ -3414,7 +3434,9 @@ bool prepare_kernels(Status& st) {
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
-    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+      if (const void* kernel = Arch::expert_kernel(shape, n8))
+        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   cudaFuncAttributes attributes;
   if (Arch::kPrepass) NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
   NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_schedule_kernel()));
@@ -3795,6 +3817,16 @@ struct ExpertProblem {
 
 // The most rows an expert can have (the masked form's rows per expert; the offset form's total).
 inline int expert_rows_bound(const ExpertProblem& p) { return p.masked_m ? p.rows_per_expert : p.total_rows; }
+// The wgmma N (/ 8) the MoE GEMM is built for, from the most rows an expert can have, or 0 for the
+// kernel choosing each tile's N. Built for one N, the K loop skips that choice (as the list form's
+// fixed_wgmma_n8) but runs every tile at the bound's N: taken when, by the tile costs, that N costs
+// no more than an expert of half the bound at its own N would.
+inline int expert_fixed_n8(int most_rows, int k, int shape) {
+  if (most_rows > Arch::geometry(shape).a_rows) return 0;
+  const int n8 = Arch::fixed_n8_at_least((std::max(most_rows, 1) + 7) / 8, shape);
+  if (!n8 || !Arch::expert_kernel(shape, n8)) return 0;
+  return tile_cost(8 * n8, k, shape) * 15 / 16 <= tile_cost((most_rows + 1) / 2, k, shape) ? n8 : 0;
+}
 inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
   return expert_table_bytes(p.experts) + (Arch::kPrepass ? int64_t(p.total_rows) * p.k * 2 : 0);
 }
@@ -3846,7 +3878,8 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
-  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, num_sms);
+  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, p.k, num_sms);
+  const int fixed_n8 = expert_fixed_n8(expert_rows_bound(p), p.k, shape);
   e.units = num_sms;
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
@@ -3886,7 +3919,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
   launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);
   void* argv[] = {&args};
-  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape), argv));
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape, fixed_n8), argv));
   return true;
 }
 
@@ -4118,6 +4151,12 @@ int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
   *a_rows = g.a_rows, *b_rows = g.b_rows, *ctas = g.ctas;
   return 0;
 }
+// The MoE forms' GEMM for experts of at most most_rows rows: its tile shape and the wgmma N (/ 8)
+// it is built for (0: each tile's own).
+void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int units, int* shape, int* fixed_n8) {
+  *shape = nvfp4::Arch::expert_shape(most_rows, experts, n, k, units);
+  *fixed_n8 = nvfp4::host::expert_fixed_n8(most_rows, k, *shape);
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }
@@ -4292,6 +4331,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
         "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
         "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),
+        "nvfp4_expert_kernel_choice": (None, [c_int] * 5 + [ptr(c_int)] * 2),
         "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
         "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
         "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),

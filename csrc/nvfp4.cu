@@ -211,6 +211,12 @@ int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas) {
   *a_rows = g.a_rows, *b_rows = g.b_rows, *ctas = g.ctas;
   return 0;
 }
+// The MoE forms' GEMM for experts of at most most_rows rows: its tile shape and the wgmma N (/ 8)
+// it is built for (0: each tile's own).
+void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int units, int* shape, int* fixed_n8) {
+  *shape = nvfp4::Arch::expert_shape(most_rows, experts, n, k, units);
+  *fixed_n8 = nvfp4::host::expert_fixed_n8(most_rows, k, *shape);
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }

@@ -84,6 +84,7 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
         "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
         "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
         "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),
+        "nvfp4_expert_kernel_choice": (None, [c_int] * 5 + [ptr(c_int)] * 2),
         "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
         "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
         "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),

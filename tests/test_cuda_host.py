@@ -251,6 +251,28 @@ def test_sm90_problems_of_few_rows_take_the_wide_b_tiles_when_they_fill_the_sms(
     assert len(schedule(lib90, (40000,), (128,), (256,), 132, 1)) == 0
 
 
+def test_sm90_moe_gemm_takes_the_shape_and_wgmma_n_of_the_lower_modelled_cost():
+    """The MoE forms on 132 SMs, every expert modelled at the most rows it can have: E=8 and N=4096 of
+    at most 16 rows take shape 1's 128 wide tiles (one a CTA) over shape 0's 256 narrow ones (two on
+    most CTAs); with N=2048 shape 1's 64 tiles would leave half the SMs idle, so shape 0; more rows than
+    shape 1's tiles hold, shape 0. Built for one wgmma N when few rows bound it (16 rows: N 16); for
+    64 rows each tile's own N models cheaper (an average expert of 32 rows); sm_100a has no such kernels."""
+    from nvcc_build import load
+
+    def choice(lib, most_rows, experts, n, k=7168, units=132):
+        shape, n8 = ctypes.c_int(), ctypes.c_int()
+        lib.nvfp4_expert_kernel_choice(most_rows, experts, n, k, units, ctypes.byref(shape), ctypes.byref(n8))
+        return shape.value, n8.value
+
+    lib90 = load(90)
+    assert choice(lib90, 16, 8, 4096) == (1, 2)
+    assert choice(lib90, 16, 8, 2048) == (0, 0)
+    assert choice(lib90, 8, 64, 2048) == (1, 2)
+    assert choice(lib90, 64, 16, 4096) == (1, 0)
+    assert choice(lib90, 65, 64, 4096) == (0, 0)
+    assert choice(load(100), 16, 8, 4096)[1] == 0
+
+
 def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
     """Case 0 in pair tiles: 74 pairs where every two of 148 SMs hold one, 70 where the GPU holds
     only 70 (a plan to launch asks the device, cudaOccupancyMaxActiveClusters); every tile still once."""
@@ -414,8 +436,8 @@ def test_timeline_marks_are_compiled_into_the_timeline_build_only():
         return {name: sum("GLOBALTIMER" in i for i in body) for name, body in functions(library).items() if "grouped_gemm" in name}
 
     production, timeline = build(90)[0], build(90, defines=("NVFP4_TIMELINE=1",))[0]
-    assert len(timer_reads(production)) == 24 and not any(timer_reads(production).values())
-    assert len(timer_reads(timeline)) == 24 and all(timer_reads(timeline).values())
+    assert len(timer_reads(production)) == 28 and not any(timer_reads(production).values())
+    assert len(timer_reads(timeline)) == 28 and all(timer_reads(timeline).values())
     assert not hasattr(ctypes.CDLL(str(production)), "nvfp4_read_timeline")
     assert hasattr(ctypes.CDLL(str(timeline)), "nvfp4_read_timeline")
 
@@ -431,7 +453,7 @@ def test_sm90_gemm_kernels_start_with_the_registers_their_setmaxnreg_counts_assu
     report = build(90)[1]
     used = dict(re.findall(r"Compiling entry function '(\S*grouped_gemm\S*)'.*?Used (\d+) registers", report, re.S))
     shapes = {name: int(re.search(r"grouped_gemmILi\d+ELi(\d)E", name).group(1)) for name in used}
-    assert sorted(set(shapes.values())) == [0, 1] and len(used) == 24
+    assert sorted(set(shapes.values())) == [0, 1] and len(used) == 28
     assert {name: int(n) for name, n in used.items() if int(n) != {0: 168, 1: 96}[shapes[name]]} == {}
 
 

@@ -15,6 +15,16 @@ struct ExpertProblem {
 
 // The most rows an expert can have (the masked form's rows per expert; the offset form's total).
 inline int expert_rows_bound(const ExpertProblem& p) { return p.masked_m ? p.rows_per_expert : p.total_rows; }
+// The wgmma N (/ 8) the MoE GEMM is built for, from the most rows an expert can have, or 0 for the
+// kernel choosing each tile's N. Built for one N, the K loop skips that choice (as the list form's
+// fixed_wgmma_n8) but runs every tile at the bound's N: taken when, by the tile costs, that N costs
+// no more than an expert of half the bound at its own N would.
+inline int expert_fixed_n8(int most_rows, int k, int shape) {
+  if (most_rows > Arch::geometry(shape).a_rows) return 0;
+  const int n8 = Arch::fixed_n8_at_least((std::max(most_rows, 1) + 7) / 8, shape);
+  if (!n8 || !Arch::expert_kernel(shape, n8)) return 0;
+  return tile_cost(8 * n8, k, shape) * 15 / 16 <= tile_cost((most_rows + 1) / 2, k, shape) ? n8 : 0;
+}
 inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
   return expert_table_bytes(p.experts) + (Arch::kPrepass ? int64_t(p.total_rows) * p.k * 2 : 0);
 }
@@ -66,7 +76,8 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   e.table = static_cast<int*>(workspace);
   e.a_half = Arch::kPrepass ? reinterpret_cast<__half*>(static_cast<uint8_t*>(workspace) + expert_table_bytes(p.experts)) : nullptr;
   e.experts = p.experts, e.total_rows = p.total_rows, e.rows_per_expert = p.rows_per_expert, e.sf_rows = p.sf_rows, e.n = p.n, e.k = p.k;
-  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, num_sms);
+  const int shape = Arch::expert_shape(expert_rows_bound(p), p.experts, p.n, p.k, num_sms);
+  const int fixed_n8 = expert_fixed_n8(expert_rows_bound(p), p.k, shape);
   e.units = num_sms;
   e.narrow = Arch::kNarrowTiles;
   e.max_chunk_rows = Arch::geometry(shape).a_rows;
@@ -106,7 +117,7 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   cudaLaunchConfig_t config = gemm_launch(unsigned(num_sms), shape, attrs);
   launch_on(config, attrs, &config.numAttrs, queue, Arch::kPrepass);
   void* argv[] = {&args};
-  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape), argv));
+  NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, Arch::expert_kernel(shape, fixed_n8), argv));
   return true;
 }
 

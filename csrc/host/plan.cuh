@@ -130,7 +130,9 @@ bool prepare_kernels(Status& st) {
           NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
-    NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::expert_kernel(shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
+    for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
+      if (const void* kernel = Arch::expert_kernel(shape, n8))
+        NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   cudaFuncAttributes attributes;
   if (Arch::kPrepass) NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::prepass_kernel()));
   NVFP4_CUDA_TRY(st, cudaFuncGetAttributes(&attributes, Arch::expert_schedule_kernel()));

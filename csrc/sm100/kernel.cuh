@@ -354,8 +354,11 @@ struct Arch {
   }
   // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
   // rows, else the unswapped one; the persistent kernel; no prepass.
-  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*units*/) { return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped; }
-  static const void* expert_kernel(int shape) {
+  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*k*/, int /*units*/) {
+    return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped;
+  }
+  static const void* expert_kernel(int shape, int fixed_n8) {  // no kernels built for one wgmma N
+    if (fixed_n8 != 0) return nullptr;
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
                                     : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
   }

@@ -498,17 +498,34 @@ struct Arch {
     return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
   }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
-  // The MoE forms: the GEMM that chooses each tile's N, of the shape whose tiles hold an expert's
-  // most rows; and the kernel before it, the prepass of the experts' rows and the schedule, one grid.
-  // Shape 1 when no expert can have more rows than its tiles take and its tiles, one per expert and
-  // 256 rows of B, would still give every CTA one (the counts are not known on the host).
-  static int expert_shape(int most_rows, int experts, int n, int units) {
-    const int64_t wide_tiles = int64_t(experts) * ((n + sm90::Pipeline<1>::kBRows - 1) / sm90::Pipeline<1>::kBRows);
-    return most_rows <= sm90::Pipeline<1>::kARows && wide_tiles >= units ? 1 : 0;
+  // The MoE forms: the tile shape whose busiest CTA would cost least (tile_cost) if every expert had
+  // the most rows it can have (the counts are not known on the host); shape 1 only when those rows fit
+  // one of its tiles. (A rule on shape 1's tile count alone gave E=8, N=4096's 128 wide tiles, one
+  // for all but 4 of the H200's CTAs, to shape 0: two narrow tiles on most CTAs.)
+  static int expert_shape(int most_rows, int experts, int n, int k, int units) {
+    auto busiest = [&](int shape) {
+      const TileGeometry g = geometry(shape);
+      const int64_t tiles = int64_t(experts) * ((n + g.b_rows - 1) / g.b_rows) * ((std::max(most_rows, 1) + g.a_rows - 1) / g.a_rows);
+      return (tiles + units - 1) / units * tile_cost(std::min(most_rows, g.a_rows), k, shape);
+    };
+    return worth_trying(most_rows, 1) && busiest(1) <= busiest(0) ? 1 : 0;
   }
-  static const void* expert_kernel(int shape) {
-    return shape ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 1, ExpertLaunchArgs>)
-                 : reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>);
+  // The MoE forms' GEMM of a tile shape, choosing each tile's N (fixed_n8 0) or, for shape 1, built
+  // for one N of FixedWgmmaN8; null for any other.
+  template <int kN8>
+  static const void* expert_kernel_of() {
+    return reinterpret_cast<const void*>(&sm90::grouped_gemm<kN8, 1, ExpertLaunchArgs>);
+  }
+  static const void* expert_kernel(int shape, int fixed_n8) {
+    if (shape == 0) return fixed_n8 == 0 ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>) : nullptr;
+    switch (fixed_n8) {
+      case 0: return expert_kernel_of<0>();
+      case 2: return expert_kernel_of<2>();
+      case 4: return expert_kernel_of<4>();
+      case 6: return expert_kernel_of<6>();
+      case 8: return expert_kernel_of<8>();
+      default: return nullptr;
+    }
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;
