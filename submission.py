@@ -356,7 +356,7 @@ __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_bloc
 __host__ __device__ inline Tile unpack_tile(uint32_t w) { return Tile{int(w & 127u), int((w >> 7) & 511u), int(w >> 16)}; }
 
 // Byte of scale (row r, scale column j) inside its 512-byte atom of the reordered layout
-// (docs/PROBLEM.md section 3); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
+// (docs/PROBLEM.md, the reordered scale layout); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
 __host__ __device__ inline int scale_byte_in_atom(int r, int j) { return (r % 32) * 16 + ((r % 128) / 32) * 4 + (j % 4); }
 __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block, int k) {
   return (int64_t(row_block) * (k / 64) + k_block) * 512;
@@ -817,7 +817,164 @@ template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
 }  // namespace nvfp4
 #line 7 "csrc/arch.cuh"
 #if NVFP4_ARCH == 90
+#line 1 "csrc/sm90/arch.cuh"
+
+// ============================================================================ sm_90a traits
+// nvfp4::Arch for sm_90a: what the host side knows of the kernels (csrc/arch.cuh).
+
+
+
+#line 1 "csrc/sm90/config.cuh"
+
+// ============================================================================ sm_90a configuration
+// The tile shapes' figures and pipelines, which the kernels, the prepass and the host traits share.
+
+
+namespace nvfp4 {
+namespace sm90 {
+// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
+// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
+// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
+// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
+// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
+// reads as its B operand. (Dequantizing A inside the GEMM would repeat that work for every N block.)
+//
+// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
+// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
+// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
+constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
+constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
+constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
+constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
+// The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
+// so that a K block's scales cost a shared-memory load each instead of the conversion's instructions.
+constexpr int kScaleTableBytes = 256 * 4;
+
+// The pipeline of each tile shape. Warpgroup 0 holds the TMA producers (a thread in each of its
+// first kProducers warps); each consumer warpgroup after it decodes 64 rows of one half of the
+// tile's B and issues their wgmma, two warpgroups a half. Shape 0 takes tiles of 128 B rows by up to
+// 256 A rows, in 5 stages, with two consumer warpgroups. Shape 1 (few rows) takes 256 B rows, two
+// halves of 128, by up to 64 A rows, with four consumer warpgroups, in as many stages as fit (11):
+// when A has few rows a K block is its decode's instructions and their latencies, and sixteen
+// consumer warps, each with one half's rows, measured 1% faster on the H200 than eight with both
+// halves' (docs/PERF.md); the deep ring keeps about 90 KB of B in flight per SM.
+//
+// A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
+// swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
+template <int kShape>
+struct Pipeline {
+  // Threads issuing the stages' loads, each every kProducers-th (produce): measured on the H200, four
+  // make few rows' K blocks 10-20% faster, and cost shape 0's 1-4%.
+  static constexpr int kProducers = kShape == 1 ? 4 : 1;
+  static constexpr int kARows = kShape == 0 ? kTileM : 64;
+  static constexpr int kHalves = kShape == 1 ? 2 : 1;
+  static constexpr int kConsumerWarps = 8 * kHalves;
+  static constexpr int kThreads = 128 + 32 * kConsumerWarps;
+  // setmaxnreg's counts: the CTA starts with kStartRegisters a thread (168 and 96); the consumers'
+  // increase is served only by what the producer warpgroup gives back:
+  // 128 x (168 - 56) = 256 x (224 - 168) and 128 x (96 - 32) = 512 x (112 - 96).
+  static constexpr int kStartRegisters = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegisters = kShape == 1 ? 32 : 56;
+  static constexpr int kConsumerRegisters = kShape == 1 ? 112 : 224;
+  static constexpr int kBRows = kHalves * kTileN;
+  static constexpr int kMaxN8 = kARows / 8;
+  static constexpr int kStageA = 0;
+  static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
+  static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
+  static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
+  static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  // Stages in flight while the ring first fills: a stage past them is issued once the stage this
+  // many before it has landed. When every CTA asks for its whole ring at once (13 MB for few rows,
+  // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
+  // with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a ramp of 4);
+  // the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4 or 6; 2
+  // starves them (docs/PERF.md).
+  static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
+  static constexpr int kSmemEpilogue = kStages * kStageBytes;
+  static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
+  static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
+  static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
+  static_assert(kRampStages >= 1 && kRampStages <= kStages, "the ramp's first stages are issued without a wait");
+  static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
+  static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
+                "the consumers' registers come from the producers'");
+};
+constexpr int kPrepassThreads = 256;
+}  // namespace sm90
+}  // namespace nvfp4
+#line 8 "csrc/sm90/arch.cuh"
+#line 1 "csrc/sm90/prepass.cuh"
+
+// ============================================================================ sm_90a prepass
+// A dequantized once into fp16 rows before the GEMM (the list form's kernel; the MoE forms', which also
+// writes their schedule).
+
+
+
+
+
+
+
+namespace nvfp4 {
+namespace sm90 {
+// The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
+// nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
+// order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
+// consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
+__device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
+  const int k_blocks = g.k / kBlockK;
+  const int64_t chunks = int64_t(g.m) * k_blocks * 8;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
+    const int item = int(c / 8), j = int(c % 8), q = j % 4, h = j / 4;
+    const int r = item / k_blocks, kb = item % k_blocks;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
+    const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
+    uint32_t out[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), bits_of(scale_to_half2((sf >> (8 * t)) & 0xFF)));
+    reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
+  }
+}
+// The list form's prepass: blockIdx.y is the group.
+__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
+  allow_dependent_launch();
+  dequantize_rows(args.groups[blockIdx.y]);
+}
+// The MoE forms' prepass and schedule, one grid: CTA (0, 0) writes the schedule, in the first row
+// of blocks so that it is dispatched first and runs beside the dequantization, not after it; row
+// y > 0 dequantizes expert y - 1's rows, read from the counts. The GEMM waits for this grid, so for
+// both. A CTA has at least a thread per expert (build_schedule).
+__global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(const __grid_constant__ ExpertArgs a) {
+  allow_dependent_launch();
+  if (blockIdx.y == 0) {
+    if (blockIdx.x == 0) build_schedule(a);
+    return;
+  }
+  const int e = blockIdx.y - 1;
+  __shared__ int most[kMaxExperts / 32];
+  int earlier = 0;  // the offset form: the most first row of the experts before e
+  if (!a.masked_m) {
+    for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
+    earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
+    if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
+    __syncthreads();
+    for (int w = 0; w < int(blockDim.x / 32); ++w) earlier = max(earlier, most[w]);
+  }
+  int rows, first, first_sf;
+  expert_rows(a, e, earlier, rows, first, first_sf);
+  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
+                               a.a_half + int64_t(first) * a.k, rows, a.k});
+}
+}  // namespace sm90
+}  // namespace nvfp4
+#line 9 "csrc/sm90/arch.cuh"
 #line 1 "csrc/sm90/kernel.cuh"
+
+// ============================================================================ sm_90a GEMM
+// The GEMM over the prepass's fp16 rows of A (config.cuh: the design and the pipelines).
 
 
 
@@ -1247,82 +1404,10 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 9 "csrc/sm90/kernel.cuh"
+#line 12 "csrc/sm90/kernel.cuh"
 
 namespace nvfp4 {
 namespace sm90 {
-// ============================================================================ sm_90a kernel
-// Two kernels per launch. The prepass dequantizes A (the small operand) once, into fp16 rows in
-// the K order below, in a workspace the plan owns. The GEMM computes C^T tiles = B_tile (128 rows
-// of N, 64 per consumer warpgroup, the wgmma M) x A_tile^T (up to 256 rows of M, the wgmma N, any
-// multiple of 8), so a group with M <= 256 reads B once: B is dequantized straight into wgmma
-// A-operand registers, and TMA loads the fp16 A rows with 128-byte swizzle into the layout wgmma
-// reads as its B operand. (Dequantizing A inside the GEMM would repeat that work for every N block.)
-//
-// K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
-// at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
-// word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
-constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
-constexpr int kBlockK = 64;            // K elements per pipeline stage
-constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
-constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
-// The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
-// so that a K block's scales cost a shared-memory load each instead of the conversion's instructions.
-constexpr int kScaleTableBytes = 256 * 4;
-
-// The pipeline of each tile shape. Warpgroup 0 holds the TMA producers (a thread in each of its
-// first kProducers warps); each consumer warpgroup after it decodes 64 rows of one half of the
-// tile's B and issues their wgmma, two warpgroups a half. Shape 0 takes tiles of 128 B rows by up to
-// 256 A rows, in 5 stages, with two consumer warpgroups. Shape 1 (few rows) takes 256 B rows, two
-// halves of 128, by up to 64 A rows, with four consumer warpgroups, in as many stages as fit (11):
-// when A has few rows a K block is its decode's instructions and their latencies, and sixteen
-// consumer warps, each with one half's rows, measured 1% faster on the H200 than eight with both
-// halves' (docs/PERF.md); the deep ring keeps about 90 KB of B in flight per SM.
-//
-// A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
-// swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
-template <int kShape>
-struct Pipeline {
-  // Threads issuing the stages' loads, each every kProducers-th (produce): measured on the H200, four
-  // make few rows' K blocks 10-20% faster, and cost shape 0's 1-4%.
-  static constexpr int kProducers = kShape == 1 ? 4 : 1;
-  static constexpr int kARows = kShape == 0 ? kTileM : 64;
-  static constexpr int kHalves = kShape == 1 ? 2 : 1;
-  static constexpr int kConsumerWarps = 8 * kHalves;
-  static constexpr int kThreads = 128 + 32 * kConsumerWarps;
-  // setmaxnreg's counts: the CTA starts with kStartRegisters a thread (168 and 96); the consumers'
-  // increase is served only by what the producer warpgroup gives back:
-  // 128 x (168 - 56) = 256 x (224 - 168) and 128 x (96 - 32) = 512 x (112 - 96).
-  static constexpr int kStartRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = kShape == 1 ? 32 : 56;
-  static constexpr int kConsumerRegisters = kShape == 1 ? 112 : 224;
-  static constexpr int kBRows = kHalves * kTileN;
-  static constexpr int kMaxN8 = kARows / 8;
-  static constexpr int kStageA = 0;
-  static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
-  static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
-  static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
-  // Stages in flight while the ring first fills: a stage past them is issued once the stage this
-  // many before it has landed. When every CTA asks for its whole ring at once (13 MB for few rows,
-  // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
-  // with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a ramp of 4);
-  // the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4 or 6; 2
-  // starves them (docs/PERF.md).
-  static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
-  static constexpr int kSmemEpilogue = kStages * kStageBytes;
-  static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
-  static constexpr int kSmemBarriers = kSmemScaleTable + kScaleTableBytes;
-  static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
-  static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
-  static_assert(kRampStages >= 1 && kRampStages <= kStages, "the ramp's first stages are issued without a wait");
-  static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
-  static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
-                "the consumers' registers come from the producers'");
-};
-constexpr int kPrepassThreads = 256;
-
 template <int kRegisters>
 __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
 template <int kRegisters>
@@ -1352,56 +1437,6 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&frag)[4][4], const u
     frag[2 + q / 2][2 * (q % 2)] = hmul2_bits(ay[q], sa);
     frag[2 + q / 2][2 * (q % 2) + 1] = hmul2_bits(by[q], sb);
   }
-}
-
-// The prepass: 16-byte chunk j of item (row r, K block kb) of a group: positions 2t, 2t+1 hold
-// nibbles q, q + 4 (q = j % 4) of word 2t + j / 4 of the block's 32 bytes, times scale t: the K
-// order above (word h of scale block t, K 16t + 8h .. + 7, feeds k16 steps 2h and 2h + 1). Eight
-// consecutive threads write one item's 128 bytes, so a warp's stores are contiguous.
-__device__ __forceinline__ void dequantize_rows(const PrepassGroup& g) {
-  const int k_blocks = g.k / kBlockK;
-  const int64_t chunks = int64_t(g.m) * k_blocks * 8;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
-    const int item = int(c / 8), j = int(c % 8), q = j % 4, h = j / 4;
-    const int r = item / k_blocks, kb = item % k_blocks;
-    const uint32_t* words = reinterpret_cast<const uint32_t*>(g.a + int64_t(r) * (g.k / 2) + kb * 32);
-    const uint32_t sf = __ldg(reinterpret_cast<const uint32_t*>(g.sfa + scale_atom_offset(r / 128, kb, g.k) + scale_byte_in_atom(r, 0)));
-    uint32_t out[4];
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-      out[t] = hmul2_bits(fp4x2_to_half2(__ldg(words + 2 * t + h), q), bits_of(scale_to_half2((sf >> (8 * t)) & 0xFF)));
-    reinterpret_cast<uint4*>(g.a_half + int64_t(r) * g.k + kb * kBlockK)[j] = uint4{out[0], out[1], out[2], out[3]};
-  }
-}
-// The list form's prepass: blockIdx.y is the group.
-__global__ void __launch_bounds__(kPrepassThreads) dequantize_a(const __grid_constant__ PrepassArgs args) {
-  allow_dependent_launch();
-  dequantize_rows(args.groups[blockIdx.y]);
-}
-// The MoE forms' prepass and schedule, one grid: CTA (0, 0) writes the schedule, in the first row
-// of blocks so that it is dispatched first and runs beside the dequantization, not after it; row
-// y > 0 dequantizes expert y - 1's rows, read from the counts. The GEMM waits for this grid, so for
-// both. A CTA has at least a thread per expert (build_schedule).
-__global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(const __grid_constant__ ExpertArgs a) {
-  allow_dependent_launch();
-  if (blockIdx.y == 0) {
-    if (blockIdx.x == 0) build_schedule(a);
-    return;
-  }
-  const int e = blockIdx.y - 1;
-  __shared__ int most[kMaxExperts / 32];
-  int earlier = 0;  // the offset form: the most first row of the experts before e
-  if (!a.masked_m) {
-    for (int i = threadIdx.x; i < e; i += blockDim.x) earlier = max(earlier, a.offsets[i]);
-    earlier = __reduce_max_sync(0xFFFFFFFFu, earlier);
-    if (threadIdx.x % 32 == 0) most[threadIdx.x / 32] = earlier;
-    __syncthreads();
-    for (int w = 0; w < int(blockDim.x / 32); ++w) earlier = max(earlier, most[w]);
-  }
-  int rows, first, first_sf;
-  expert_rows(a, e, earlier, rows, first, first_sf);
-  dequantize_rows(PrepassGroup{a.a + int64_t(first) * (a.k / 2), a.sfa + int64_t(first_sf / 128) * (a.k / 64) * 512,
-                               a.a_half + int64_t(first) * a.k, rows, a.k});
 }
 
 // Barriers, 8 bytes each: full[s] (TMA landed), empty[s] (every consumer warp's wgmma done with stage s).
@@ -1717,7 +1752,10 @@ const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
   return nullptr;
 }
 }  // namespace sm90
+}  // namespace nvfp4
+#line 10 "csrc/sm90/arch.cuh"
 
+namespace nvfp4 {
 struct Arch {
   static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN;
   static int threads(int shape) { return shape ? sm90::Pipeline<1>::kThreads : sm90::Pipeline<0>::kThreads; }
@@ -1778,7 +1816,7 @@ struct Arch {
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
   // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
-  // A rows (docs/PERF.md section 22): 2 x rows + 440.
+  // A rows (docs/PERF.md): 2 x rows + 440.
   static int64_t tile_cost(int m_rows, int k, int shape) {
     const int rows = (m_rows + 7) / 8 * 8;
     return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
@@ -1952,6 +1990,11 @@ __device__ __forceinline__ bool elect_one() {
 // .cta_group on tensor copies, byte-element tensor maps (see Arch::encode_operand).
 // docs/TCGEN05.md gives the readings taken where the ISA is silent. The .cta_group::2 forms exist only
 // here so far: tcgen05.cuh gains them with the first kernel that uses them.
+#line 1 "csrc/sm100/tcgen05_emulation_machine.cuh"
+
+// ---------------------------------------------------------------------------- tcgen05, emulated: the machine
+// The emulated tensor core of tcgen05_emulation.cuh (which says how it behaves): TMEM stand-ins, the
+// per-SM operation queues, operands read from shared memory, and the execution of cp, mma and commit.
 
 
 
@@ -2257,6 +2300,14 @@ __device__ __noinline__ void run_pending(uint32_t issuer_sm, uint32_t limit) {
   }
   atomicExch(&q.lock, 0);
 }
+}  // namespace emu
+}  // namespace sm100
+}  // namespace nvfp4
+#line 39 "csrc/sm100/tcgen05_emulation.cuh"
+
+namespace nvfp4 {
+namespace sm100 {
+namespace emu {
 // The SMs whose queues may write this CTA's TMEM or read its shared memory: its own, and in a pair
 // the other CTA's (kMaxSms: none).
 struct QueueSms { uint32_t sm[2]; };

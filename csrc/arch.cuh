@@ -5,7 +5,7 @@
 #include "ptx.cuh"
 #include "experts.cuh"
 #if NVFP4_ARCH == 90
-#include "sm90/kernel.cuh"
+#include "sm90/arch.cuh"
 #elif NVFP4_ARCH == 100
 #include "sm100/kernel.cuh"
 #endif

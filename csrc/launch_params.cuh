@@ -83,7 +83,7 @@ __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_bloc
 __host__ __device__ inline Tile unpack_tile(uint32_t w) { return Tile{int(w & 127u), int((w >> 7) & 511u), int(w >> 16)}; }
 
 // Byte of scale (row r, scale column j) inside its 512-byte atom of the reordered layout
-// (docs/PROBLEM.md section 3); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
+// (docs/PROBLEM.md, the reordered scale layout); the atom of row block rb and K block kb starts at (rb * K/64 + kb) * 512.
 __host__ __device__ inline int scale_byte_in_atom(int r, int j) { return (r % 32) * 16 + ((r % 128) / 32) * 4 + (j % 4); }
 __host__ __device__ inline int64_t scale_atom_offset(int row_block, int k_block, int k) {
   return (int64_t(row_block) * (k / 64) + k_block) * 512;
