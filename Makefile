@@ -2,6 +2,7 @@
 PYTHON      ?= python3
 SPEC        ?= task.yml
 SUBMISSION  ?= submission.py
+# What CI tests; pyproject.toml asks for at least the oldest version tested (2.11).
 TORCH_SPEC  ?= torch==2.13.0
 MODE        ?= test
 EVAL_ARGS   ?=

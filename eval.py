@@ -91,7 +91,7 @@ def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bo
         return True
     reason = first_line(result)
     print(f"{submission} failed to import:", flush=True)
-    tell_failure(FailureLog(), result, reason)
+    print(FailureLog().explain(result) or f"      {reason}", flush=True)  # the traceback ends with the error: once
     out.log(f"{kind}-count", len(tests))
     for i, test in enumerate(tests):
         out.log(f"{kind}.{i}.spec", test.spec)

@@ -34,7 +34,8 @@ def _traceback_beyond_the_harness(e: BaseException, most_lines: int = 24) -> str
     """The exception's traceback from the first frame outside harness/ on (the submission's own); none
     when the harness itself raised it."""
     tb = e.__traceback__
-    while tb is not None and Path(tb.tb_frame.f_code.co_filename).parent == HARNESS:
+    # the harness's own frames, and importlib's (<frozen ...>) between it and the submission's file
+    while tb is not None and (Path(tb.tb_frame.f_code.co_filename).parent == HARNESS or tb.tb_frame.f_code.co_filename.startswith("<frozen")):
         tb = tb.tb_next
     if tb is None and not isinstance(e, SyntaxError):  # a SyntaxError's traceback shows the offending line
         return ""

@@ -1,4 +1,5 @@
 """tools/check_submission.py: the leaderboard server's gate (its text rules, KernelGuard), applied before a file is sent."""
+import importlib.util
 import subprocess
 import sys
 
@@ -16,14 +17,23 @@ def test_the_submission_passes_the_gate():
     assert problems(SUBMISSION) == []
 
 
+needs_kernelguard = pytest.mark.skipif(importlib.util.find_spec("kernelguard") is None,
+                                       reason="needs KernelGuard (pip install kernelguard==0.3.1; make deps installs it where it can)")
+
+
+@needs_kernelguard
 def test_make_check_submission_passes_with_kernelguards_verdicts():
+    """Each profile's verdict reads as what the server does with the file (it filters on that alone),
+    so a pass never follows a line that sounds like a failure."""
     proc = subprocess.run(["make", "-s", "check-submission"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "passes the leaderboard's gate" in proc.stdout
     for profile in ("default", "strict"):
-        assert f"submission.py: KernelGuard, {profile} profile: " in proc.stdout and "not filtered" in proc.stdout
+        assert f"submission.py: KernelGuard's {profile} profile lets it through (its notes: classified " in proc.stdout
+    assert "suspicious," not in proc.stdout and "FILTER" not in proc.stdout
 
 
+@needs_kernelguard
 def test_kernelguard_fails_an_output_cache_keyed_on_data_pointers():
     """A file that passes the text rules but caches its outputs by the inputs' addresses (tests/planted/)."""
     planted = ROOT / "tests" / "planted" / "output_cache.py"

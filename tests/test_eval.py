@@ -180,6 +180,7 @@ def test_a_submission_that_fails_to_import_is_reported_once(tmp_path):
     assert proc.stdout.count("failed to import:") == 1 and proc.stdout.count("the submission failed to import") == 2  # once, then a line a case
     assert lines["test.0.status"] == lines["test.1.status"] == "fail" and lines["check"] == "fail"
     assert lines["test.1.error"] == "the submission failed to import: SyntaxError: expected ':' (broken.py, line 1)"
+    assert "<frozen" not in proc.stdout and proc.stdout.count("expected ':'") == 1  # no importlib frames, the error once
 
 
 def test_a_closed_popcorn_fd_is_a_clear_error(tmp_path):

@@ -81,8 +81,9 @@ def kernelguard_problems(path: Path) -> list[str]:
     for profile in KERNELGUARD_PROFILES:
         verdict = kernelguard(path, profile)
         patterns = ", ".join(f"{m['pattern']} ({m['severity']})" for m in verdict["matched_patterns"]) or "none"
-        filtered = f"FILTERED ({verdict['filter_reason']})" if verdict["should_filter"] else "not filtered"
-        print(f"{path}: KernelGuard, {profile} profile: {verdict['classification']}, {filtered}; patterns: {patterns}")
+        # The server acts on should_filter alone; the classification and patterns are KernelGuard's notes.
+        outcome = f"would FILTER it ({verdict['filter_reason']})" if verdict["should_filter"] else "lets it through"
+        print(f"{path}: KernelGuard's {profile} profile {outcome} (its notes: classified {verdict['classification']}; patterns: {patterns})")
         if verdict["should_filter"]:
             found.append(f"{path}: KernelGuard's {profile} profile would filter it ({verdict['filter_reason']}), and the server "
                          f"marks a filtered file as hacked")
