@@ -403,7 +403,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
 // check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200
-// (docs/PERF.md). Their producer stands guard for them (produce()).
+// (docs/perf-log/log.md). Their producer stands guard for them (produce()).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
@@ -858,7 +858,7 @@ constexpr int kScaleTableBytes = 256 * 4;
 // halves of 128, by up to 64 A rows, with four consumer warpgroups, in as many stages as fit (11):
 // when A has few rows a K block is its decode's instructions and their latencies, and sixteen
 // consumer warps, each with one half's rows, measured 1% faster on the H200 than eight with both
-// halves' (docs/PERF.md); the deep ring keeps about 90 KB of B in flight per SM.
+// halves' (docs/perf-log/log.md); the deep ring keeps about 90 KB of B in flight per SM.
 //
 // A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
 // swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
@@ -889,7 +889,7 @@ struct Pipeline {
   // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
   // with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a ramp of 4);
   // the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4 or 6; 2
-  // starves them (docs/PERF.md).
+  // starves them (docs/perf-log/log.md).
   static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
   static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;
@@ -1495,7 +1495,7 @@ struct Consumer {
 // takes the last column's: it is not stored). kTwoLevel false: fp16 without alpha, the stores of a
 // call without either, compiled apart so that they cost what they did before alpha existed (one
 // runtime choice per tile instead of a multiply and a conversion choice per element: 1-2% of the
-// benchmark's small cases on the H200, docs/PERF.md).
+// benchmark's small cases on the H200, docs/perf-log/log.md).
 template <bool kTwoLevel>
 __device__ __forceinline__ void store_tile_as(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows,
                                               int n_base, int n8, uint8_t* staging, int lane) {
@@ -1580,7 +1580,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   const uint32_t stages = smem_u32(smem);
   // B's rows and scale atoms: nothing the prepass writes, and written by work that ended before the
   // prepass began (it is launched plainly, after everything earlier on the queue). A stage's loads go
-  // out in the order that measured fastest on the H200 (docs/PERF.md): shape 0 B's rows, A's rows,
+  // out in the order that measured fastest on the H200 (docs/perf-log/log.md): shape 0 B's rows, A's rows,
   // then B's scales; shape 1 each half's rows and scales, then A's rows.
   constexpr bool kScalesAfterA = kShape == 0;
   auto load_b_scales = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full, int h) {
@@ -1816,7 +1816,7 @@ struct Arch {
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
   // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
-  // A rows (docs/PERF.md): 2 x rows + 440.
+  // A rows (docs/perf-log/log.md): 2 x rows + 440.
   static int64_t tile_cost(int m_rows, int k, int shape) {
     const int rows = (m_rows + 7) / 8 * 8;
     return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
@@ -3147,7 +3147,7 @@ struct TileItem {
 // After LPT, while it lowers the busiest CTA's cost: move one of its tiles to one of the least
 // loaded CTAs, or swap it for a cheaper tile of one of them. LPT leaves the busiest CTA well above
 // the average when the tiles are few per CTA and of few sizes (case 1: 448 tiles of 8 sizes on 132
-// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: docs/PERF.md).
+// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: docs/perf-log/log.md).
 // Every step brings two loads closer together below the old maximum, so it would end by itself;
 // the steps are capped to keep the first sight of a large problem short.
 void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int ctas) {
@@ -3206,7 +3206,7 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 
 // The wgmma N (/ 8) of the kernel built for one N that is to run all of a launch's tiles, or 0 for
 // the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
-// K block on the H200: docs/PERF.md) but issues every tile with the widest tile's N (or the
+// K block on the H200: docs/perf-log/log.md) but issues every tile with the widest tile's N (or the
 // next N built): taken when, by the tile costs, its busiest CTA is done no later.
 int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas, int shape) {
   int widest = 0;
@@ -3675,7 +3675,7 @@ constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
 // codes and one 2-byte store of scales. At most 40 registers, so that six CTAs fit an SM: on the
 // H200 the kernel is latency-bound, and 2 blocks a thread at 6 CTAs an SM beat 1 block at 6 or 8
-// and 2 at 2 or 8 (docs/PERF.md).
+// and 2 at 2 or 8 (docs/perf-log/log.md).
 constexpr int kQuantizeBlocksPerThread = 2;
 constexpr int kQuantizeCtasPerSm = 6;
 static_assert(kQuantizeBlocksPerThread == 2, "quantize_nvfp4 loads, packs and stores exactly two blocks a thread");

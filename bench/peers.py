@@ -113,9 +113,9 @@ def contender_stats(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK,
 
 
 # A repeat over this many times the best one: the GPU stalled inside it, once in a few runs, for
-# milliseconds (docs/PERF.md section 30); the mean it is in reads high.
+# milliseconds (docs/perf-log/log.md section 30); the mean it is in reads high.
 STALLED_REPEAT = 3.0
-STALL_NOTE = "!: a repeat behind this mean ran over 3x the best one (a GPU stall in the run, docs/PERF.md section 30): the mean reads high"
+STALL_NOTE = "!: a repeat behind this mean ran over 3x the best one (a GPU stall in the run, docs/perf-log/log.md section 30): the mean reads high"
 
 
 def stalled(stats: Stats | str) -> bool:

@@ -9,7 +9,7 @@ Each case (bench/regimes.py's, chosen by a piece of their label) runs `repeats` 
 right after the leaderboard's flush; per case it prints the CTAs and, for each mark, the median
 over the calls of the marks' median and latest over the CTAs, in us from the first CTA's entry.
 Between the median and the latest is what the slowest CTAs cost; the first stage's time is the fill
-the consumers wait for (docs/PERF.md section 29). A call of several launches keeps, per CTA index,
+the consumers wait for (docs/perf-log/log.md section 29). A call of several launches keeps, per CTA index,
 its last launch's marks.
 """
 import argparse

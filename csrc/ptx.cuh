@@ -37,7 +37,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
 // check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200
-// (docs/PERF.md). Their producer stands guard for them (produce()).
+// (docs/perf-log/log.md). Their producer stands guard for them (produce()).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }

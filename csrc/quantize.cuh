@@ -49,7 +49,7 @@ constexpr int kQuantizeThreads = 256;
 // Each thread quantizes two neighbouring blocks: four 16-byte loads in flight, one 16-byte store of
 // codes and one 2-byte store of scales. At most 40 registers, so that six CTAs fit an SM: on the
 // H200 the kernel is latency-bound, and 2 blocks a thread at 6 CTAs an SM beat 1 block at 6 or 8
-// and 2 at 2 or 8 (docs/PERF.md).
+// and 2 at 2 or 8 (docs/perf-log/log.md).
 constexpr int kQuantizeBlocksPerThread = 2;
 constexpr int kQuantizeCtasPerSm = 6;
 static_assert(kQuantizeBlocksPerThread == 2, "quantize_nvfp4 loads, packs and stores exactly two blocks a thread");

@@ -58,7 +58,7 @@ def test_wider_stores_and_an_unrolled_fill_never_cost_time():
 
 
 def test_the_fit_matches_every_worklog_point_within_its_documented_error():
-    """docs/PERF.md gives the fit's error per point: rms log error 0.05, none beyond 11%."""
+    """docs/perf-log/log.md gives the fit's error per point: rms log error 0.05, none beyond 11%."""
     params, errors = model.fit()
     assert len(errors) == 4 * len(model.WORKLOG)
     assert max(abs(e) for e in errors.values()) < 0.12

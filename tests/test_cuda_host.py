@@ -407,7 +407,7 @@ def test_sm90_k_block_stays_within_its_instruction_budget():
     """The consumer warp's K block of each sm_90a kernel built for one wgmma N, counted in the build's
     SASS (tools/k_block_sass.py). With few A rows its instructions set the kernel's time, so a change
     that adds some fails here before any GPU time is spent (B's fragments addressed through pointers
-    added six to shape 0's and cost 3% on benchmark case 1: docs/PERF.md section 23)."""
+    added six to shape 0's and cost 3% on benchmark case 1: docs/perf-log/log.md section 23)."""
     from k_block_sass import cuobjdump, k_blocks
     from nvcc_build import build
 

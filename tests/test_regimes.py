@@ -55,7 +55,7 @@ def test_a_repeat_over_three_times_the_best_is_marked_as_a_stall():
     from peers import stalled
     from regimes import spread
 
-    slow = Stats(runs=100, mean=234.25e3, std=5e5, err=5e4, best=180.25e3, worst=5428.19e3)  # PERF.md section 30
+    slow = Stats(runs=100, mean=234.25e3, std=5e5, err=5e4, best=180.25e3, worst=5428.19e3)  # perf-log/log.md section 30
     assert stalled(slow) and spread(slow) == " (100 repeats, 180.25-5428.19) !"
     assert not stalled(Stats(runs=26, mean=182.1e3, std=1e3, err=2e2, best=181.09e3, worst=185.01e3))
     assert not stalled("n/a (RuntimeError: no kernel)")

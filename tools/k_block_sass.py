@@ -5,7 +5,7 @@
 A consumer warp's K block (wait for the stage, load and decode B's fragments, issue the wgmma,
 wait for the previous K block's) is the kernel's inner loop. When A has few rows its instruction
 count, not the tensor cores or DRAM, sets the time: the consumer warps (eight in tile shape 0,
-sixteen with one half's rows each in shape 1) share four schedulers (docs/PERF.md sections 23, 28). The count is read from the
+sixteen with one half's rows each in shape 1) share four schedulers (docs/perf-log/log.md sections 23, 28). The count is read from the
 library's build with cuobjdump (the machine's, or the registry's wheel: tools/cuda_toolkits.py),
 so it needs nvcc and no GPU; the tests hold it to a budget.
 """

@@ -79,7 +79,7 @@ struct TileItem {
 // After LPT, while it lowers the busiest CTA's cost: move one of its tiles to one of the least
 // loaded CTAs, or swap it for a cheaper tile of one of them. LPT leaves the busiest CTA well above
 // the average when the tiles are few per CTA and of few sizes (case 1: 448 tiles of 8 sizes on 132
-// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: docs/PERF.md).
+// CTAs, 13% above; after this 5%, and the case runs 8% faster on the H200: docs/perf-log/log.md).
 // Every step brings two loads closer together below the old maximum, so it would end by itself;
 // the steps are capped to keep the first sight of a large problem short.
 void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int ctas) {
@@ -138,7 +138,7 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 
 // The wgmma N (/ 8) of the kernel built for one N that is to run all of a launch's tiles, or 0 for
 // the kernel that chooses each tile's N. Built for one N, the K loop skips that choice (6-10% of a
-// K block on the H200: docs/PERF.md) but issues every tile with the widest tile's N (or the
+// K block on the H200: docs/perf-log/log.md) but issues every tile with the widest tile's N (or the
 // next N built): taken when, by the tile costs, its busiest CTA is done no later.
 int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas, int shape) {
   int widest = 0;

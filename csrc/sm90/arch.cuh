@@ -69,7 +69,7 @@ struct Arch {
   // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
   // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
   // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
-  // A rows (docs/PERF.md): 2 x rows + 440.
+  // A rows (docs/perf-log/log.md): 2 x rows + 440.
   static int64_t tile_cost(int m_rows, int k, int shape) {
     const int rows = (m_rows + 7) / 8 * 8;
     return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);

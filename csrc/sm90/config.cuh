@@ -31,7 +31,7 @@ constexpr int kScaleTableBytes = 256 * 4;
 // halves of 128, by up to 64 A rows, with four consumer warpgroups, in as many stages as fit (11):
 // when A has few rows a K block is its decode's instructions and their latencies, and sixteen
 // consumer warps, each with one half's rows, measured 1% faster on the H200 than eight with both
-// halves' (docs/PERF.md); the deep ring keeps about 90 KB of B in flight per SM.
+// halves' (docs/perf-log/log.md); the deep ring keeps about 90 KB of B in flight per SM.
 //
 // A stage: A's fp16 rows (128 bytes each, 128B-swizzled, from the stage's 1024-byte boundary as the
 // swizzle atoms need), B's packed FP4 rows (32 bytes each), then one 512-byte scale atom per half.
@@ -62,7 +62,7 @@ struct Pipeline {
   // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
   // with about all the rest, 6.6 us after the kernel's start on the H200 (3.9 us with a ramp of 4);
   // the consumers wait for it. A ramp of 8 measured 1-3% faster on few rows than none, 4 or 6; 2
-  // starves them (docs/PERF.md).
+  // starves them (docs/perf-log/log.md).
   static constexpr int kRampStages = kShape == 1 ? 8 : kStages;
   static constexpr int kSmemEpilogue = kStages * kStageBytes;
   static constexpr int kSmemScaleTable = kSmemEpilogue + kConsumerWarps * kEpilogueWarpBytes;

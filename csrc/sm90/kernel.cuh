@@ -99,7 +99,7 @@ struct Consumer {
 // takes the last column's: it is not stored). kTwoLevel false: fp16 without alpha, the stores of a
 // call without either, compiled apart so that they cost what they did before alpha existed (one
 // runtime choice per tile instead of a multiply and a conversion choice per element: 1-2% of the
-// benchmark's small cases on the H200, docs/PERF.md).
+// benchmark's small cases on the H200, docs/perf-log/log.md).
 template <bool kTwoLevel>
 __device__ __forceinline__ void store_tile_as(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows,
                                               int n_base, int n8, uint8_t* staging, int lane) {
@@ -184,7 +184,7 @@ __device__ __forceinline__ void produce(const Tiles& tiles, uint8_t* smem, Barri
   const uint32_t stages = smem_u32(smem);
   // B's rows and scale atoms: nothing the prepass writes, and written by work that ended before the
   // prepass began (it is launched plainly, after everything earlier on the queue). A stage's loads go
-  // out in the order that measured fastest on the H200 (docs/PERF.md): shape 0 B's rows, A's rows,
+  // out in the order that measured fastest on the H200 (docs/perf-log/log.md): shape 0 B's rows, A's rows,
   // then B's scales; shape 1 each half's rows and scales, then A's rows.
   constexpr bool kScalesAfterA = kShape == 0;
   auto load_b_scales = [&](const TileLoads& t, int kb, uint32_t stage, uint32_t full, int h) {
