@@ -11,7 +11,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda format format-check k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -57,6 +57,18 @@ check-bundle:  ## fail when submission.py is not what csrc/ produces
 
 check-submission:  ## the server's gate on the submission: its text rules, and KernelGuard where installed
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)
+
+CUDA_SOURCES = $(shell find csrc tests/cuda -name '*.cu' -o -name '*.cuh' | grep -v wgmma_generated)
+
+format:  ## apply the house layout: ruff (lint fixes, format) to the Python, clang-format to the CUDA
+	$(PYTHON) -m ruff check --fix .
+	$(PYTHON) -m ruff format .
+	clang-format -i $(CUDA_SOURCES)
+
+format-check:  ## fail where the Python or the CUDA is not in the house layout (CI runs it; make format fixes it)
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	clang-format --dry-run -Werror $(CUDA_SOURCES)
 
 check-cuda: deps  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
 	$(PYTHON) tools/check_cuda.py

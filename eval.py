@@ -14,6 +14,7 @@ clones of the inputs, shuffled, and warns about outputs that are not the given c
 fp16. Exit codes: 0 pass, 112 a check failed, 113 bad spec, 2 bad arguments. The contract:
 docs/PROBLEM.md.
 """
+
 import argparse
 import base64
 import dataclasses
@@ -183,8 +184,10 @@ def print_timing_table(tests, results, device: str) -> None:
         rows.append(row + ["(geometric mean)"])
     print(table(headers + ["shape"], rows))
     if on_gpu:
-        print("mean: GPU time per call, timed as the leaderboard does; with host: the same calls timed after a synchronize, "
-              "so the host's part of each call counts (what a caller outside a CUDA graph waits for)")
+        print(
+            "mean: GPU time per call, timed as the leaderboard does; with host: the same calls timed after a synchronize, "
+            "so the host's part of each call counts (what a caller outside a CUDA graph waits for)"
+        )
     elif timed:
         print("mean: wall time per call on the CPU")
     for i, result in enumerate(results):
@@ -195,6 +198,7 @@ def print_timing_table(tests, results, device: str) -> None:
 @dataclasses.dataclass
 class BenchmarkPlan:
     """How many input sets and repeats a case gets, and what to say about it."""
+
     sets: int
     repeats: int
     warm_up: bool
@@ -205,10 +209,15 @@ class BenchmarkPlan:
     def for_device(cls, on_gpu: bool) -> "BenchmarkPlan":
         if on_gpu:
             return cls(sets=15, repeats=100, warm_up=True, progress=False, notice=None)
-        return cls(sets=1, repeats=2, warm_up=False, progress=True,
-                   notice="no CUDA GPU: these are CPU times, which do not predict the leaderboard's (a B200). To finish in "
-                          "about a minute each case gets 1 input set (the leaderboard: 15) and 2 repeats (up to 100), and "
-                          "there is no warm-up.")
+        return cls(
+            sets=1,
+            repeats=2,
+            warm_up=False,
+            progress=True,
+            notice="no CUDA GPU: these are CPU times, which do not predict the leaderboard's (a B200). To finish in "
+            "about a minute each case gets 1 input set (the leaderboard: 15) and 2 repeats (up to 100), and "
+            "there is no warm-up.",
+        )
 
 
 def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool, plan: BenchmarkPlan, strict: bool) -> int:
@@ -217,8 +226,11 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool,
     if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
         return finish(out, 0, len(tests))
     if strict:
-        print("strict: every repeat on fresh clones of the input sets, in a shuffled order; outputs checked for being "
-              "the given c tensors in fp16", flush=True)
+        print(
+            "strict: every repeat on fresh clones of the input sets, in a shuffled order; outputs checked for being "
+            "the given c tensors in fp16",
+            flush=True,
+        )
     common = dict(sets=plan.sets, strict=strict, progress=plan.progress)
     if plan.warm_up and leaderboard:
         for i, test in enumerate(tests):
@@ -233,8 +245,9 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool,
     for i, test in enumerate(tests):
         progress(f"benchmark {i + 1}/{len(tests)}: {test.spec}")
         out.log(f"benchmark.{i}.spec", test.spec)
-        ok, result = _call(worker, "run_benchmark", submission, test.args, leaderboard, plan.repeats, max_time_ns, **common,
-                           timeout=timeout)
+        ok, result = _call(
+            worker, "run_benchmark", submission, test.args, leaderboard, plan.repeats, max_time_ns, **common, timeout=timeout
+        )
         if ok and not isinstance(result, str):
             _log_stats(out, i, result.stats)
             results.append(result)
@@ -296,9 +309,21 @@ def run_diffing(out, worker, tests, submission, timeout) -> int:
                 continue
             good &= row["mismatches"] == 0
             worst = "  ".join(f"{w['index'][:2]}: {w['got']:.6g} / {w['expected']:.6g}" for w in row["worst"])
-            rows.append([str(row["group"]), "x".join(map(str, row["shape"])), f"{row['max_abs']:.3g}", f"{row['max_rel']:.3g}",
-                         str(row["mismatches"]), worst])
-        print(indent(table(["group", "shape", "max abs", "max rel", "mismatches", "worst elements (index: got / expected)"], rows, left=1), "  "))
+            rows.append(
+                [
+                    str(row["group"]),
+                    "x".join(map(str, row["shape"])),
+                    f"{row['max_abs']:.3g}",
+                    f"{row['max_rel']:.3g}",
+                    str(row["mismatches"]),
+                    worst,
+                ]
+            )
+        print(
+            indent(
+                table(["group", "shape", "max abs", "max rel", "mismatches", "worst elements (index: got / expected)"], rows, left=1), "  "
+            )
+        )
         passed += good
     return finish(out, passed, len(tests))
 
@@ -343,8 +368,10 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
     ok, device = _call(workers[0], "device_name", timeout=timeout)
     print(f"\n{device_header(device if ok else 'an unknown GPU')[0]}")
     print(comparison_table([_summarize(test.args) for test in tests], results))
-    print("A mean, B mean: GPU time per call, timed as the benchmark times it (CPU: wall time); B / A: above 1, B is slower; "
-          "+- (95%): of the mean of the per-repeat ratios, each repeat of B next to one of A")
+    print(
+        "A mean, B mean: GPU time per call, timed as the benchmark times it (CPU: wall time); B / A: above 1, B is slower; "
+        "+- (95%): of the mean of the per-repeat ratios, each repeat of B next to one of A"
+    )
     return finish(out, sum(not isinstance(r, str) for r in results), len(tests))
 
 
@@ -360,7 +387,9 @@ def parse_args(argv):
     parser.add_argument("spec", help="spec file, or task.yml")
     parser.add_argument("--submission", default=str(HERE / "submission.py"), help="file defining custom_kernel")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one case may take (default 900)")
-    parser.add_argument("--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16")
+    parser.add_argument(
+        "--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16"
+    )
     return parser.parse_args(argv)
 
 

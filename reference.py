@@ -5,6 +5,7 @@ distributions, layouts and order of random draws, so a seed gives the same tenso
 on any machine: FP4 `torch._scaled_mm` where the GPU has FP4 tensor cores (sm_100 class),
 an exact decode with fp32 accumulation everywhere else, the CPU included.
 """
+
 import torch
 
 from task import input_t, output_t

@@ -16,6 +16,7 @@ hardware (sm_100a) is self-checked on its first use and replaced by a correct pa
 """
 
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -50,8 +51,13 @@ TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", OUT_DTYPES), ("sfa",
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
     """The shapes of a group's a, b, c, sfa and sfb."""
     l_dim = (1,) if operand_rank == 3 else ()
-    return ((m, k // 2, *l_dim), (n, k // 2, *l_dim), (m, n, *l_dim), (32, 4, -(-m // 128), 4, k // 64, 1),
-            (32, 4, -(-n // 128), 4, k // 64, 1))
+    return (
+        (m, k // 2, *l_dim),
+        (n, k // 2, *l_dim),
+        (m, n, *l_dim),
+        (32, 4, -(-m // 128), 4, k // 64, 1),
+        (32, 4, -(-n // 128), 4, k // 64, 1),
+    )
 
 
 def packed_scale_strides(k: int) -> tuple:
@@ -69,7 +75,7 @@ def from_leaderboard(data) -> tuple[list, list]:
 def group_tensors(tensors: list, g: int) -> tuple:
     """Group g's (a, b, c, sfa, sfb) from a call's flat tensor list."""
     groups = len(tensors) // 5
-    return (*tensors[3 * g:3 * g + 3], *tensors[3 * groups + 2 * g:3 * groups + 2 * g + 2])
+    return (*tensors[3 * g : 3 * g + 3], *tensors[3 * groups + 2 * g : 3 * groups + 2 * g + 2])
 
 
 def matrix(t: torch.Tensor) -> torch.Tensor:
@@ -81,8 +87,10 @@ def reordered_from_plain(plain: torch.Tensor) -> torch.Tensor:
     """Scales [rows, K/16] (E4M3, K/16 a multiple of 4) in the reordered layout: a view of packed
     memory, rows padded to a multiple of 128 with zeros."""
     if not isinstance(plain, torch.Tensor) or plain.dim() != 2 or plain.shape[1] % 4:
-        raise ValueError(f"nvfp4.reorder_scales: plain scales must be [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
-                         f"got {tuple(getattr(plain, 'shape', ()))}")
+        raise ValueError(
+            f"nvfp4.reorder_scales: plain scales must be [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
+            f"got {tuple(getattr(plain, 'shape', ()))}"
+        )
     rows, cols = plain.shape
     row_blocks = -(-rows // 128)
     padded = torch.zeros((row_blocks * 128, cols), dtype=torch.uint8, device=plain.device)
@@ -110,8 +118,7 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     hit, so the common case does no string work: a message is only formatted for a check that failed."""
     groups = len(sizes)
     if not groups or len(tensors) != 5 * groups:
-        raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got "
-                         f"{len(tensors)}")
+        raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got {len(tensors)}")
     first = tensors[0]
     if not isinstance(first, torch.Tensor):
         _fail(0, f"a is not a tensor but {type(first).__name__}")
@@ -124,8 +131,11 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
             _fail(g, f"L must be 1, got {l}")
         if not (k > 0 and k % 64 == 0):
             _fail(g, f"K must be a positive multiple of 64, got {k}")
-        roles = zip(TENSOR_ROLES, (tensors[3 * g], tensors[3 * g + 1], tensors[3 * g + 2], tensors[3 * groups + 2 * g],
-                                   tensors[3 * groups + 2 * g + 1]), group_shapes(m, n, k, operand_rank))
+        roles = zip(
+            TENSOR_ROLES,
+            (tensors[3 * g], tensors[3 * g + 1], tensors[3 * g + 2], tensors[3 * groups + 2 * g], tensors[3 * groups + 2 * g + 1]),
+            group_shapes(m, n, k, operand_rank),
+        )
         for (name, dtypes), t, shape in roles:
             if not isinstance(t, torch.Tensor):
                 _fail(g, f"{name} is not a tensor but {type(t).__name__}")
@@ -140,11 +150,15 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
         raise ValueError(f"nvfp4 grouped gemm: every group's c must have one dtype, got {sorted(map(str, out_dtypes))}")
     if alpha is not None:
         if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
-            raise ValueError(f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
-                             f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+            raise ValueError(
+                f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
+                f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}"
+            )
         if alpha.get_device() != device or not alpha.is_contiguous():
-            raise ValueError(f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
-                             f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}")
+            raise ValueError(
+                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
+                f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}"
+            )
 
 
 # ----------------------------------------------------------------------------- nvfp4/portable.py
@@ -293,13 +307,13 @@ struct OutputArgs {
 };
 
 struct GroupArgs {
-  const uint8_t* sfa;   // reordered scales: [ceil(M/128)][K/64][512-byte atom]
+  const uint8_t* sfa;  // reordered scales: [ceil(M/128)][K/64][512-byte atom]
   const uint8_t* sfb;
-  __half* c;            // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
+  __half* c;  // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
   int m, n, k;
-  int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
-  int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
-  int alpha_index;      // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
+  int m_chunk_rows;  // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
+  int a_box_rows;    // rows one TMA load of A brings (a pair's CTA: half the tile's)
+  int alpha_index;   // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
 };
 static_assert(sizeof(GroupArgs) == 48, "a launch's 64 groups fit the kernel parameters only at 48 bytes each");
 
@@ -307,17 +321,17 @@ struct LaunchArgs {
   CUtensorMap tmap_a[kMaxGroupsPerLaunch];  // packed FP4 A: [M rows][K/2 bytes]
   CUtensorMap tmap_b[kMaxGroupsPerLaunch];  // packed FP4 B: [N rows][K/2 bytes]
   GroupArgs groups[kMaxGroupsPerLaunch];
-  uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
-  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
-  OutputArgs out;                           // alpha over the call's groups (GroupArgs::alpha_index), C's type
+  uint32_t tiles[kMaxTilesPerLaunch];     // packed tiles, grouped by CTA
+  uint16_t cta_first_tile[kMaxCtas + 1];  // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  OutputArgs out;                         // alpha over the call's groups (GroupArgs::alpha_index), C's type
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
 // The sm_90a prepass's arguments (A -> fp16 rows in a workspace); one per GEMM launch.
 struct PrepassGroup {
-  const uint8_t* a;     // packed FP4 [M][K/2]
-  const uint8_t* sfa;   // reordered scales
-  __half* a_half;       // workspace rows [M][K]
+  const uint8_t* a;    // packed FP4 [M][K/2]
+  const uint8_t* sfa;  // reordered scales
+  __half* a_half;      // workspace rows [M][K]
   int m, k;
 };
 struct PrepassArgs {
@@ -345,11 +359,13 @@ __device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
 
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                   CUtensorMapFloatOOBfill);
 
 // A tile: one group, one chunk of its M rows (A side), one block of its N rows (B side).
-struct Tile { int group, m_chunk, n_block; };
+struct Tile {
+  int group, m_chunk, n_block;
+};
 __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_block) {
   return uint32_t(group) | uint32_t(m_chunk) << 7 | uint32_t(n_block) << 16;
 }
@@ -395,18 +411,21 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   if (kClusterAcquire)
     asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   else
     asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   return done != 0;
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
 // check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200
 // (docs/perf-log/log.md). Their producer stands guard for them (produce()).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  while (!mbar_try_wait(bar, parity)) {
-  }
+  while (!mbar_try_wait(bar, parity)) {}
 }
 // The same, trapping after about 10 s, so a protocol bug surfaces as an error on the host instead of
 // a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA runs on one thread, and under
@@ -416,8 +435,10 @@ template <bool kClusterAcquire = false>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   long long start = 0;
   while (!mbar_try_wait<kClusterAcquire>(bar, parity)) {
-    if (start == 0) start = clock64();
-    else if (clock64() - start > kWaitTrapCycles) __trap();
+    if (start == 0)
+      start = clock64();
+    else if (clock64() - start > kWaitTrapCycles)
+      __trap();
   }
 }
 // This CTA's rank in its cluster.
@@ -454,12 +475,15 @@ __device__ __forceinline__ uint64_t l2_evict_last() {
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar, uint64_t policy) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy)
+      : "memory");
 }
 // 1-D bulk copy global -> shared (size and addresses multiples of 16), completing on an mbarrier.
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+               : "memory");
 }
 __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
   asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
@@ -528,7 +552,7 @@ __host__ __device__ __forceinline__ void fp4x8_to_half2x4(uint32_t w, uint32_t (
 // fp16, and normal for every product of the official data. The kernel undoes 2^-14 at the end.
 __device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
   const unsigned short bits = static_cast<unsigned short>(((byte & 0x80u) << 8) | ((byte & 0x7Fu) << 7));  // scale * 2^-8
-  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
+  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                          // * 2^15
   return __half2half2(scaled);
 }
 __device__ __forceinline__ uint32_t bits_of(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }
@@ -565,8 +589,8 @@ namespace nvfp4 {
 // and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
 // LPT), and finds the expert of a tile by a binary search in the running counts. An expert without
 // rows has no tiles.
-constexpr int kMaxExperts = 1024;   // one schedule thread each
-constexpr int kABoxClasses = 32;    // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
+constexpr int kMaxExperts = 1024;  // one schedule thread each
+constexpr int kABoxClasses = 32;   // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
 
 struct ExpertArgs {
   const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
@@ -580,10 +604,10 @@ struct ExpertArgs {
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
   int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
-  int units;              // the GEMM's CTAs (each walks every units-th tile)
-  int max_chunk_rows;     // the most A rows of a tile
-  int b_tile_rows;        // B rows of a tile (the tile shape's; 128 or 256)
-  int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
+  int units;           // the GEMM's CTAs (each walks every units-th tile)
+  int max_chunk_rows;  // the most A rows of a tile
+  int b_tile_rows;     // B rows of a tile (the tile shape's; 128 or 256)
+  int narrow;          // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
 // The schedule in the workspace, written by build_schedule, read by the GEMM: per position in the
@@ -591,8 +615,12 @@ struct ExpertArgs {
 struct ExpertTable {
   int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;
   __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
-      : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
-        first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
+      : tile_end(a.table),
+        chunk_rows(a.table + a.experts),
+        rows(a.table + 2 * a.experts),
+        first_row(a.table + 3 * a.experts),
+        first_sf_row(a.table + 4 * a.experts),
+        expert(a.table + 5 * a.experts) {}
 };
 __host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
 // Tiles of an expert's rows along N (the tile shape's B rows each).
@@ -751,7 +779,8 @@ struct ListTiles {
   static constexpr bool kReadsEarlierGrids = false;  // the schedule is in the kernel's parameters
   const LaunchArgs& args;
   int first, last;
-  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
+  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/)
+      : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
   __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
     const Tile t = unpack_tile(args.tiles[first + i]);
@@ -792,8 +821,10 @@ struct ExpertTiles {
     int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (table.tile_end[mid] > t) hi = mid;
-      else lo = mid + 1;
+      if (table.tile_end[mid] > t)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     const int p = lo, e = table.expert[p], nb = n_tiles_of(a);
     const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
@@ -806,14 +837,27 @@ struct ExpertTiles {
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
     g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
-    return TileJob{g, output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)), &args.tmap_a[box_class], &args.tmap_b, first,
-                   e * a.n, m_chunk, local % nb};
+    return TileJob{g,
+                   output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)),
+                   &args.tmap_a[box_class],
+                   &args.tmap_b,
+                   first,
+                   e * a.n,
+                   m_chunk,
+                   local % nb};
   }
 };
 
-template <class Args> struct TilesOf;
-template <> struct TilesOf<LaunchArgs> { using type = ListTiles; };
-template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
+template <class Args>
+struct TilesOf;
+template <>
+struct TilesOf<LaunchArgs> {
+  using type = ListTiles;
+};
+template <>
+struct TilesOf<ExpertLaunchArgs> {
+  using type = ExpertTiles;
+};
 }  // namespace nvfp4
 #line 7 "csrc/arch.cuh"
 #if NVFP4_ARCH == 90
@@ -842,9 +886,9 @@ namespace sm90 {
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
 // word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
-constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
-constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kTileN = 128;                      // B rows per tile half (a TMA box of B, a scale atom)
+constexpr int kTileM = 256;                      // most A rows per tile (the wgmma N) of tile shape 0
+constexpr int kBlockK = 64;                      // K elements per pipeline stage
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
 // The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
@@ -883,7 +927,8 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kStages =
+      (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   // Stages in flight while the ring first fills: a stage past them is issued once the stage this
   // many before it has landed. When every CTA asks for its whole ring at once (13 MB for few rows,
   // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
@@ -897,7 +942,8 @@ struct Pipeline {
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
   static_assert(kRampStages >= 1 && kRampStages <= kStages, "the ramp's first stages are issued without a wait");
-  static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
+  static_assert(kProducers <= 4 && kProducers <= kStages,
+                "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
   static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
                 "the consumers' registers come from the producers'");
 };
@@ -991,7 +1037,9 @@ namespace sm90 {
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
 template <int N>
 __device__ __forceinline__ void keep_in_registers(uint32_t (&r)[N]) {
 #pragma unroll
@@ -1006,8 +1054,8 @@ __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
   return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
 }
 __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
-               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
 }
 
 // wgmma m64nNk16, A (4 x f16x2) from registers, B from shared memory, f32 accumulators.
@@ -1383,7 +1431,7 @@ __device__ __forceinline__ void wgmma_k_block_tree<32>(float (&acc)[128], const 
     }
   }
 }
-#line 32 "csrc/sm90/wgmma.cuh"
+#line 34 "csrc/sm90/wgmma.cuh"
 
 // The four k16 steps of one K block with the wgmma N of the tile (8 * n8 columns), committed as one
 // group. A kernel built for one N (kFixedN8 > 0) issues them directly. Otherwise the N is chosen by
@@ -1409,9 +1457,13 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
 namespace nvfp4 {
 namespace sm90 {
 template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
 template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
 
 // The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
 // b_offset and sf_offset in the stage, its scale bytes converted through the CTA's scale table.
@@ -1452,12 +1504,12 @@ struct Consumer {
   using P = Pipeline<kShape>;
   uint8_t* smem;
   Barriers<P::kStages> bars;
-  int half;                 // this warpgroup's half of the tile's B rows
-  int b_row;                // this thread's B rows of that half: b_row and b_row + 8
-  int t;                    // lane % 4: the scale block of this thread's B fragments
-  bool warp_leader;         // lane 0: arrives for its warp
-  uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
-  int unreleased = -1;      // stage whose wgmma may still be running
+  int half;             // this warpgroup's half of the tile's B rows
+  int b_row;            // this thread's B rows of that half: b_row and b_row + 8
+  int t;                // lane % 4: the scale block of this thread's B fragments
+  bool warp_leader;     // lane 0: arrives for its warp
+  uint32_t iter = 0;    // K blocks consumed so far (stage ring position)
+  int unreleased = -1;  // stage whose wgmma may still be running
 
   // One K block with B fragments in frag[kBuf]: decode this warpgroup's B rows, issue their wgmma on
   // the stage's A rows. A half without rows of B (tile_halves) is computed from whatever its part of
@@ -1474,8 +1526,8 @@ struct Consumer {
                      P::kStageSfb + half * 512, b_row, t);
     wgmma_fence();
     wgmma_k_block<kFixedN8, P::kMaxN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
-    wgmma_wait<1>();              // the previous K block's wgmma are done ...
-    release_unreleased();         // ... so its stage ...
+    wgmma_wait<1>();       // the previous K block's wgmma are done ...
+    release_unreleased();  // ... so its stage ...
 #pragma unroll
     for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][j]);  // ... and its fragments may be overwritten now
     unreleased = s;
@@ -1527,10 +1579,12 @@ __device__ __forceinline__ void store_tile_as(const float (&acc)[128], const Gro
     __syncwarp();
   }
 }
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
-                                           int n8, uint8_t* staging, int lane) {
-  if (out.alpha || out.bf16) store_tile_as<true>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
-  else store_tile_as<false>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows,
+                                           int n_base, int n8, uint8_t* staging, int lane) {
+  if (out.alpha || out.bf16)
+    store_tile_as<true>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
+  else
+    store_tile_as<false>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
 }
 
 // The A rows of a tile (its group's last chunk may have fewer than the others).
@@ -1683,7 +1737,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows;
-    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes,
+               lane);
   }
   if constexpr (kTimeline)
     if (threadIdx.x == 128) timeline_mark(kStoresEnd);
@@ -1729,8 +1784,10 @@ __global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(co
 // each N of FixedWgmmaN8 that the shape's tiles can have.
 template <int kShape, int kN8>
 const void* list_kernel() {
-  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8) return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
-  else return nullptr;
+  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8)
+    return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
+  else
+    return nullptr;
 }
 // The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
 template <int kShape, int... kN8>
@@ -1765,8 +1822,13 @@ struct Arch {
   // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
   // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
   static constexpr int kTileShapes = 2;
-  struct TileGeometry { int a_rows, b_rows, ctas; };
-  template <int kShape> static TileGeometry geometry_of() { return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1}; }
+  struct TileGeometry {
+    int a_rows, b_rows, ctas;
+  };
+  template <int kShape>
+  static TileGeometry geometry_of() {
+    return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1};
+  }
   static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
   static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
   // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
@@ -1799,12 +1861,18 @@ struct Arch {
   static const void* expert_kernel(int shape, int fixed_n8) {
     if (shape == 0) return fixed_n8 == 0 ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>) : nullptr;
     switch (fixed_n8) {
-      case 0: return expert_kernel_of<0>();
-      case 2: return expert_kernel_of<2>();
-      case 4: return expert_kernel_of<4>();
-      case 6: return expert_kernel_of<6>();
-      case 8: return expert_kernel_of<8>();
-      default: return nullptr;
+      case 0:
+        return expert_kernel_of<0>();
+      case 2:
+        return expert_kernel_of<2>();
+      case 4:
+        return expert_kernel_of<4>();
+      case 6:
+        return expert_kernel_of<6>();
+      case 8:
+        return expert_kernel_of<8>();
+      default:
+        return nullptr;
     }
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
@@ -1848,7 +1916,12 @@ struct Arch {
 }  // namespace nvfp4
 #line 9 "csrc/arch.cuh"
 #elif NVFP4_ARCH == 100
-#line 1 "csrc/sm100/kernel.cuh"
+#line 1 "csrc/sm100/arch.cuh"
+
+// ============================================================================ sm_100a traits
+// nvfp4::Arch for sm_100a: what the host side knows of the kernels (csrc/arch.cuh).
+
+
 
 #line 1 "csrc/sm100/config.cuh"
 
@@ -1866,15 +1939,15 @@ struct Arch {
 
 namespace nvfp4 {
 namespace sm100 {
-constexpr int kBlockK = 256;                       // K per pipeline stage (one 128-byte swizzled row per operand row)
-constexpr int kMmaK = 64;                          // K per tcgen05.mma for FP4
-constexpr int kEpilogueWarps = 4;                  // one per 32 TMEM lanes
-constexpr int kWarps = kEpilogueWarps + 2;         // warps 0-3 epilogue, 4 TMA, 5 MMA
+constexpr int kBlockK = 256;                // K per pipeline stage (one 128-byte swizzled row per operand row)
+constexpr int kMmaK = 64;                   // K per tcgen05.mma for FP4
+constexpr int kEpilogueWarps = 4;           // one per 32 TMEM lanes
+constexpr int kWarps = kEpilogueWarps + 2;  // warps 0-3 epilogue, 4 TMA, 5 MMA
 constexpr int kThreads = kWarps * 32;
 constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
-constexpr int kSfAtomBytes = 128 * kBlockK / 16;   // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
-constexpr int kSmemBudget = 232448;                // the most dynamic shared memory a B200 CTA may opt into (227 KB)
-constexpr int kSmemSlack = 1024;                   // to align the base to 1024 (128B swizzle)
+constexpr int kSfAtomBytes = 128 * kBlockK / 16;  // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
+constexpr int kSmemBudget = 232448;               // the most dynamic shared memory a B200 CTA may opt into (227 KB)
+constexpr int kSmemSlack = 1024;                  // to align the base to 1024 (128B swizzle)
 
 // The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
 // which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
@@ -1890,16 +1963,16 @@ struct TileShape {
   static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
   static constexpr int kCtaGroup = kIsPair ? 2 : 1;
   static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
-  static constexpr int kRowsB = 128;                              // C columns per CTA; per tile kCtaGroup x this
-  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;            // A rows one CTA loads
+  static constexpr int kRowsB = 128;                             // C columns per CTA; per tile kCtaGroup x this
+  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;           // A rows one CTA loads
   static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
   static constexpr int kNPieces = kNRows / 128;
   static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
   static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
-  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;  // a multiple of 1024: stages stay aligned
+  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;        // a multiple of 1024: stages stay aligned
   static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
-  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;          // staging, barriers, TMEM slot, slack
-  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;              // as many as fit
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;         // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
   static constexpr int kSmemStaging = kStages * kStageBytes;
   static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
   static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
@@ -1948,7 +2021,10 @@ __device__ __forceinline__ bool elect_one() {
 }
 }  // namespace sm100
 }  // namespace nvfp4
-#line 3 "csrc/sm100/kernel.cuh"
+#line 8 "csrc/sm100/arch.cuh"
+#line 1 "csrc/sm100/kernel.cuh"
+
+
 
 
 #if NVFP4_TCGEN05_EMULATION
@@ -2012,12 +2088,12 @@ struct Config {
 __device__ Config g_config = {2, 20000};
 
 struct TmemStandIn {
-  uint32_t base, columns;                // the live allocation; columns == 0: none
-  uint32_t paired, peer_sm;              // a cta_group::2 allocation and the SM of the pair's other CTA
-  uint32_t issued[kColumns];             // per column: 1 + sequence number of the last operation issued to write it (0: none)
-  uint32_t done[kColumns];               // the same, of the last one executed
-  uint32_t cells[kLanes][kColumns];      // 32-bit TMEM words
-  float a_scaled[kLanes][64];            // mma scratch: A x SFA of the operation being executed
+  uint32_t base, columns;            // the live allocation; columns == 0: none
+  uint32_t paired, peer_sm;          // a cta_group::2 allocation and the SM of the pair's other CTA
+  uint32_t issued[kColumns];         // per column: 1 + sequence number of the last operation issued to write it (0: none)
+  uint32_t done[kColumns];           // the same, of the last one executed
+  uint32_t cells[kLanes][kColumns];  // 32-bit TMEM words
+  float a_scaled[kLanes][64];        // mma scratch: A x SFA of the operation being executed
 };
 __device__ TmemStandIn g_tmem[kMaxSms];
 
@@ -2027,9 +2103,9 @@ struct Op {
   uint64_t ready_ns;                       // issue time + delay
   uint64_t desc[2];                        // mma: A, B; cp: the source
   uint32_t d_tmem, i_desc, sfa, sfb, accumulate;
-  uint32_t bar, cta_mask;                  // commit: the barrier offset and the CTAs it arrives at
-  uint32_t sum[2][2];                      // checksum at issue [operand][CTA of the pair]
-  uint32_t lo[2][2], hi[2][2];             // shared-memory bytes read [lo, hi) [operand][CTA of the pair]
+  uint32_t bar, cta_mask;       // commit: the barrier offset and the CTAs it arrives at
+  uint32_t sum[2][2];           // checksum at issue [operand][CTA of the pair]
+  uint32_t lo[2][2], hi[2][2];  // shared-memory bytes read [lo, hi) [operand][CTA of the pair]
 };
 struct Queue {
   int lock;
@@ -2076,7 +2152,9 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 }
 // Shared words read and written by threads of other warps or SMs: through volatile accesses.
 template <typename T>
-__device__ __forceinline__ volatile T& vol(T& x) { return const_cast<volatile T&>(x); }
+__device__ __forceinline__ volatile T& vol(T& x) {
+  return const_cast<volatile T&>(x);
+}
 __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
@@ -2115,7 +2193,9 @@ __device__ __forceinline__ void mark_written(TmemStandIn& t, uint32_t column, ui
 // Shared-memory matrix descriptor (tcgen05 form): start, LBO and SBO in 16-byte units at bits 0, 16
 // and 32; bits 46-48 = 0b001; base offset (49-51) and absolute-LBO mode (52) are not emulated;
 // swizzle mode at 61-63 (0 none, 2 128-byte; the other modes are not emulated).
-struct SmemDesc { uint32_t start, lbo, sbo, swizzle; };
+struct SmemDesc {
+  uint32_t start, lbo, sbo, swizzle;
+};
 __device__ __forceinline__ SmemDesc decode_smem_desc(uint64_t d) {
   if (((d >> 46) & 7) != 1) fail("matrix descriptor bits 46-48 are not 0b001", uint32_t(d >> 32), 0);
   if ((d >> 49) & 15) fail("matrix descriptor base offset / LBO mode not emulated", uint32_t(d >> 32), 0);
@@ -2128,7 +2208,8 @@ __device__ __forceinline__ SmemDesc decode_smem_desc(uint64_t d) {
 // bytes apart, 8-row groups SBO apart, and the 16-byte chunk index (address bits 4-6) XORed with the
 // row within the 1024-byte pattern (address bits 7-9).
 __device__ __forceinline__ uint32_t kmajor_address(const SmemDesc& d, int row, int byte) {
-  if (d.swizzle == 0) return d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 16 + uint32_t(byte / 16) * d.lbo + uint32_t(byte % 16);
+  if (d.swizzle == 0)
+    return d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 16 + uint32_t(byte / 16) * d.lbo + uint32_t(byte % 16);
   const uint32_t a = d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 128 + uint32_t(byte);
   return a ^ ((a >> 3) & 0x70);
 }
@@ -2169,7 +2250,8 @@ __device__ __forceinline__ float ue4m3_value(uint32_t byte) {
 __device__ __forceinline__ uint32_t scale_word(TmemStandIn& t, uint32_t column, int r) {
   const uint32_t w = cell(t, uint32_t(r), column + uint32_t(r / 32));
   for (int q = 0; q < 4; ++q)
-    if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w) fail("scale factors differ between lane quarters (row, column)", r, column);
+    if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w)
+      fail("scale factors differ between lane quarters (row, column)", r, column);
   return w;
 }
 // Row `row` of an operand, 64 K elements (8 words of 8 codes, low nibble first), times its scales.
@@ -2211,8 +2293,10 @@ __device__ __forceinline__ void verify_sources(const Op& op) {
     for (uint32_t v = 0; v < op.group; ++v) {
       uint32_t lo, hi;
       if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
-        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
-             op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
+        fail(
+            "a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, "
+            "source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
+            op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
     }
 }
 // tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
@@ -2240,8 +2324,11 @@ __device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
   for (uint32_t v = 0; v < op.group; ++v) {
     TmemStandIn& t = pair_tmem(issuer_sm, v);
     require_written(t, op.sfa & 0xFFFF, 4, op.seq, "a tcgen05.mma reads A scale columns nothing has written (operation, column)");
-    require_written(t, op.sfb & 0xFFFF, uint32_t(n_dim + 31) / 32, op.seq, "a tcgen05.mma reads B scale columns nothing has written (operation, column)");
-    if (op.accumulate) require_written(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq, "a tcgen05.mma accumulates into columns nothing has written (operation, column)");
+    require_written(t, op.sfb & 0xFFFF, uint32_t(n_dim + 31) / 32, op.seq,
+                    "a tcgen05.mma reads B scale columns nothing has written (operation, column)");
+    if (op.accumulate)
+      require_written(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq,
+                      "a tcgen05.mma accumulates into columns nothing has written (operation, column)");
     const Operand a = operand(op, 0, v);
     for (int m = 0; m < 128; ++m) {
       float row[64];
@@ -2267,8 +2354,10 @@ __device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
 }
 __device__ __forceinline__ void execute(const Op& op, uint32_t issuer_sm) {
   verify_sources(op);
-  if (op.kind == kCp) execute_cp(op, issuer_sm);
-  else if (op.kind == kMma) execute_mma(op, issuer_sm);
+  if (op.kind == kCp)
+    execute_cp(op, issuer_sm);
+  else if (op.kind == kMma)
+    execute_mma(op, issuer_sm);
   else {
     __threadfence();  // the TMEM stand-ins' words before the arrival
     for (uint32_t r = 0; r < 32; ++r)
@@ -2310,7 +2399,9 @@ namespace sm100 {
 namespace emu {
 // The SMs whose queues may write this CTA's TMEM or read its shared memory: its own, and in a pair
 // the other CTA's (kMaxSms: none).
-struct QueueSms { uint32_t sm[2]; };
+struct QueueSms {
+  uint32_t sm[2];
+};
 __device__ __forceinline__ QueueSms queues_of_this_cta() {
   const uint32_t sm = sm_id();
   const TmemStandIn& own = g_tmem[sm];
@@ -2325,7 +2416,8 @@ __device__ __forceinline__ void progress(uint32_t bar) {
     Queue& q = g_queue[sm];
     const uint32_t head = load_acquire(q.head), tail = load_acquire(q.tail);
     uint32_t limit = head;
-    if (g_config.seed & 1) limit = tail;
+    if (g_config.seed & 1)
+      limit = tail;
     else
       for (uint32_t i = head; i < tail; ++i) {
         const Op& op = q.ops[i % kQueue];
@@ -2343,10 +2435,14 @@ __device__ __forceinline__ void progress(uint32_t bar) {
 __device__ __forceinline__ void enqueue(Op op) {
   const uint32_t sm = sm_id();
   Queue& q = g_queue[sm];
-  if (op.group == 2 && (op.issuer_rank & 1)) fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
-  if (op.group != 1 + vol(g_tmem[sm].paired)) fail("an operation of a .cta_group other than the allocation's (kind, group, paired)", op.kind, op.group, vol(g_tmem[sm].paired));
+  if (op.group == 2 && (op.issuer_rank & 1))
+    fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
+  if (op.group != 1 + vol(g_tmem[sm].paired))
+    fail("an operation of a .cta_group other than the allocation's (kind, group, paired)", op.kind, op.group, vol(g_tmem[sm].paired));
   if (vol(q.issuer_thread) == kNoThread) vol(q.issuer_thread) = threadIdx.x;
-  if (vol(q.issuer_thread) != threadIdx.x) fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread, op.kind);
+  if (vol(q.issuer_thread) != threadIdx.x)
+    fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread,
+         op.kind);
   if (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) {
     vol(q.issuer_waiting) = 1;
     while (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) run_pending(sm, vol(q.head) + 1);
@@ -2359,10 +2455,12 @@ __device__ __forceinline__ void enqueue(Op op) {
   for (uint32_t v = 0; v < op.group && written; ++v) {
     TmemStandIn& t = pair_tmem(sm, v);
     const uint32_t column = op.d_tmem & 0xFFFF;
-    if (column < vol(t.base) || column + written > vol(t.base) + vol(t.columns)) fail("an operation writing TMEM columns outside the allocation (kind, first column, columns)", op.kind, column, written);
+    if (column < vol(t.base) || column + written > vol(t.base) + vol(t.columns))
+      fail("an operation writing TMEM columns outside the allocation (kind, first column, columns)", op.kind, column, written);
     mark_issued(t, column, written, op.seq);
   }
-  const uint64_t delay = g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
+  const uint64_t delay =
+      g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
   const uint64_t now = now_ns();
   op.ready_ns = now + delay;
   vol(q.last_issue_ns) = now;
@@ -2382,7 +2480,8 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
       const Op& op = q.ops[i % kQueue];
       for (int which = 0; which < operand_count(op); ++which)
         for (uint32_t v = 0; v < op.group; ++v)
-          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, kb_of(dst), op.seq, op.kind);
+          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes)
+            fail(what, kb_of(dst), op.seq, op.kind);
     }
   }
 }
@@ -2400,8 +2499,10 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   long long start = 0;
   while (!mbar_try_wait<true>(bar, parity)) {
     emu::progress(bar);
-    if (start == 0) start = clock64();
-    else if (clock64() - start > kWaitTrapCycles) emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
+    if (start == 0)
+      start = clock64();
+    else if (clock64() - start > kWaitTrapCycles)
+      emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
     __nanosleep(256);
   }
   if (issuer) emu::vol(q.issuer_waiting) = 0;
@@ -2410,13 +2511,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) { mbar_
 // box_bytes: the map's box (the map itself does not say its size here).
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy,
                                             uint32_t box_bytes) {
-  emu::check_copy_destination(dst, box_bytes, "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
+  emu::check_copy_destination(dst, box_bytes,
+                              "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
+  emu::check_copy_destination(dst, bytes,
+                              "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
 // tcgen05.alloc: warp-wide; the columns are placed at the top of the
@@ -2429,9 +2534,11 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
   emu::require_whole_warp("tcgen05.alloc by part of a warp");
   const uint32_t sm = emu::sm_id();
   emu::TmemStandIn& t = emu::g_tmem[sm];
-  if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1))) emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
+  if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1)))
+    emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
   if (emu::lane_id() == 0) {
-    if (emu::vol(t.columns)) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
+    if (emu::vol(t.columns))
+      emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
     emu::Queue& q = emu::g_queue[sm];
     q.lock = 0, q.head = 0, q.tail = 0, q.issuer_thread = emu::kNoThread, q.issuer_waiting = 0, q.last_issue_ns = 0;
     for (int c = 0; c < emu::kColumns; ++c) t.issued[c] = t.done[c] = 0;
@@ -2443,20 +2550,25 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
       uint64_t grid;
       asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
       const uint32_t rank = cluster_ctarank(), peer = rank ^ 1u;
-      const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
+      const uint64_t cluster_key =
+          emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^
+                   uint64_t(cluster[3]) << 50);
       emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
       emu::vol(t.base) = uint32_t(emu::kColumns - columns);  // before the record: the even CTA may write here at once
       emu::vol(t.columns) = uint32_t(columns);
       const uint32_t record = smem_u32(&emu::g_pair_record);
-      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull) : "memory");
+      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull)
+                   : "memory");
       const uint32_t peer_record = cluster_address(record, peer);
       uint64_t key = 0;
       for (long long start = clock64(); key != ((cluster_key ^ uint64_t(peer) << 1) | 1ull);) {
         asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
-        if (clock64() - start > kWaitTrapCycles) emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
+        if (clock64() - start > kWaitTrapCycles)
+          emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
       }
       const uint32_t peer_sm = emu::ld_cluster_u32(peer_record + 8), peer_columns = emu::ld_cluster_u32(peer_record + 12);
-      if (peer_columns != uint32_t(columns)) emu::fail("tcgen05.alloc.cta_group::2 with different column counts in the pair (columns, the other's)", columns, peer_columns);
+      if (peer_columns != uint32_t(columns))
+        emu::fail("tcgen05.alloc.cta_group::2 with different column counts in the pair (columns, the other's)", columns, peer_columns);
       t.peer_sm = peer_sm;
       t.paired = 1;
     }
@@ -2474,13 +2586,17 @@ __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
   emu::TmemStandIn& t = emu::g_tmem[sm];
   __syncwarp();
   if (emu::lane_id() == 0) {
-    if (taddr != emu::vol(t.base) || uint32_t(columns) != emu::vol(t.columns)) emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
-    if (emu::vol(t.paired) != uint32_t(kCtaGroup == 2)) emu::fail("tcgen05.dealloc with a .cta_group other than the allocation's (group, paired)", kCtaGroup, emu::vol(t.paired));
+    if (taddr != emu::vol(t.base) || uint32_t(columns) != emu::vol(t.columns))
+      emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
+    if (emu::vol(t.paired) != uint32_t(kCtaGroup == 2))
+      emu::fail("tcgen05.dealloc with a .cta_group other than the allocation's (group, paired)", kCtaGroup, emu::vol(t.paired));
     const uint32_t sms[2] = {sm, kCtaGroup == 2 ? emu::vol(t.peer_sm) : sm};
     for (uint32_t s : sms) {
       emu::Queue& q = emu::g_queue[s];
       const uint32_t head = emu::vol(q.head), tail = emu::vol(q.tail);
-      if (head != tail) emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head, q.ops[head % emu::kQueue].kind);
+      if (head != tail)
+        emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head,
+                  q.ops[head % emu::kQueue].kind);
     }
     emu::vol(t.columns) = 0;
     emu::vol(t.paired) = 0;
@@ -2503,13 +2619,15 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
   const uint32_t m_dim = ((i_desc >> 24) & 31) << 4, n_dim = ((i_desc >> 17) & 63) << 3;
   const uint32_t fixed = i_desc & ~((63u << 17) | (31u << 24));
   if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128u * kCtaGroup || n_dim < 16 || n_dim % 16 || n_dim > 128u)
-    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)", i_desc, n_dim, m_dim);
+    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)",
+              i_desc, n_dim, m_dim);
   emu::require_lane_zero(d_tmem, "tcgen05.mma D not at lane 0 (lane, column)");
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
   emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
   emu::Op op{};
   op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank();
-  op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem, op.accumulate = accumulate;
+  op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem,
+  op.accumulate = accumulate;
   emu::enqueue(op);
 }
 // tcgen05.commit .mbarrier::arrive::one: arrives on the barrier once every earlier operation of this
@@ -2536,11 +2654,15 @@ __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t ta
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
   if (lane0 != 32 * quarter) emu::fail("tcgen05.ld .32x32b not at the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
-  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
+  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns))
+    emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
   for (uint32_t c = column0; c < column0 + 32; ++c) {
     const uint32_t issued = emu::vol(t.issued[c]), done = emu::vol(t.done[c]);
-    if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
-    if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
+    if (issued != done)
+      emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c,
+                column0, issued - 1);
+    if (done == 0)
+      emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
   }
   const uint32_t lane = lane0 + uint32_t(emu::lane_id());
 #pragma unroll
@@ -2568,18 +2690,23 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
                                             uint32_t /*box_bytes*/) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1.L2::cache_hint"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+  asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+               : "memory");
 }
 // kCtaGroup 2: the instruction of a CTA pair (cta_group::2). alloc and dealloc are issued by a warp
 // of each CTA; cp, mma and commit by one thread of the even CTA, for both.
 #define NVFP4_CTA_GROUP_ASM(kCtaGroup, text1, text2, ...) \
   do {                                                    \
-    if constexpr (kCtaGroup == 1) asm volatile(text1 __VA_ARGS__);  \
-    else asm volatile(text2 __VA_ARGS__);                 \
+    if constexpr (kCtaGroup == 1)                         \
+      asm volatile(text1 __VA_ARGS__);                    \
+    else                                                  \
+      asm volatile(text2 __VA_ARGS__);                    \
   } while (0)
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
@@ -2587,12 +2714,12 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
   NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;",
                       "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;", ::"r"(slot), "r"(columns) : "memory");
   NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
-                      "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;", ::: "memory");
+                      "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;", :: : "memory");
 }
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
-  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;", "tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;",
-                      ::"r"(taddr), "r"(columns) : "memory");
+  NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;",
+                      "tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;", ::"r"(taddr), "r"(columns) : "memory");
 }
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_cp_scales(uint32_t taddr, uint64_t desc) {
@@ -2605,11 +2732,11 @@ template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t i_desc, uint32_t sfa_tmem,
                                                   uint32_t sfb_tmem, uint32_t accumulate) {
   NVFP4_CTA_GROUP_ASM(kCtaGroup,
-      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
-      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-      " tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
-      ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(i_desc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(accumulate) : "memory");
+                      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
+                      " tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
+                      "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
+                      " tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;\n}\n",
+                      ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(i_desc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(accumulate) : "memory");
 }
 // Arrives on the barrier once every earlier tcgen05 operation of this thread is complete; the
 // multicast form on the barrier at the same offset in each CTA of cta_mask (bit r: cluster rank r).
@@ -2621,8 +2748,8 @@ __device__ __forceinline__ void tcgen05_commit(uint32_t bar) {
 template <int kCtaGroup = 1>
 __device__ __forceinline__ void tcgen05_commit_multicast(uint32_t bar, uint16_t cta_mask) {
   NVFP4_CTA_GROUP_ASM(kCtaGroup, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
-                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;",
-                      ::"r"(bar), "h"(cta_mask) : "memory");
+                      "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;", ::"r"(bar),
+                      "h"(cta_mask) : "memory");
 }
 #undef NVFP4_CTA_GROUP_ASM
 __device__ __forceinline__ void tcgen05_fence_before_sync() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
@@ -2631,8 +2758,12 @@ __device__ __forceinline__ void tcgen05_fence_after_sync() { asm volatile("tcgen
 __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t taddr) {
   uint32_t (&r)[32] = reinterpret_cast<uint32_t (&)[32]>(v);
   asm volatile(
-      "tcgen05.ld.sync.aligned.32x32b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31])
+      "tcgen05.ld.sync.aligned.32x32b.x32.b32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, [%32];"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]),
+        "=r"(r[11]), "=r"(r[12]), "=r"(r[13]), "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]), "=r"(r[20]),
+        "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]), "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]),
+        "=r"(r[31])
       : "r"(taddr));
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
@@ -2648,7 +2779,8 @@ namespace sm100 {
 __device__ __forceinline__ void st_global_8_outputs(__half* p, const float* v, const OutputArgs& out, int col) {
   uint32_t h[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
+  for (int i = 0; i < 4; ++i)
+    h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
   st_global_v4_evict_first(p, uint4{h[0], h[1], h[2], h[3]});
 }
 
@@ -2656,8 +2788,8 @@ template <int kShape>
 struct Barriers {
   static constexpr int kStages = TileShape<kShape>::kStages;
   uint32_t base;
-  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded (in a pair: in both CTAs)
-  __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
+  __device__ uint32_t tma(int s) const { return base + 8 * s; }                           // stage loaded (in a pair: in both CTAs)
+  __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }               // stage consumed by the MMAs
   __device__ uint32_t mainloop(int b) const { return base + 8 * (2 * kStages + b); }      // accumulator b complete
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
@@ -2675,13 +2807,22 @@ template <int kShape>
 __device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
   const int off_m = job.m_chunk * S::kRowsA;
-  return TileCoords{&job.g, &job.out, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+  return TileCoords{&job.g,
+                    &job.out,
+                    job.tmap_a,
+                    job.tmap_b,
+                    job.a_row0,
+                    job.b_row0,
+                    off_m,
+                    (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
                     min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
 // matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
 template <int kShape>
-__device__ __forceinline__ int pieces(const TileCoords& tc) { return kShape == kSwapped ? (tc.rows + 127) / 128 : 1; }
+__device__ __forceinline__ int pieces(const TileCoords& tc) {
+  return kShape == kSwapped ? (tc.rows + 127) / 128 : 1;
+}
 // N of piece p: unswapped, all 128 B rows; swapped, the piece's A rows rounded up to 32 (the
 // epilogue reads 32 columns at a time, each of which the MMA must have written); in a pair, all 128
 // A rows, half from each CTA (rows past M are TMA's zeros).
@@ -2717,8 +2858,10 @@ __device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barr
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
-      else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
+      if (filled < S::kStages)
+        ++filled;  // the first fill: every stage is free, nothing to wait for
+      else
+        mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
       const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
       tma_load_3d(st.a, tc.tmap_a, 0, tc.a_row0 + a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
@@ -2755,8 +2898,10 @@ __device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kSha
 // both CTAs (multicast).
 template <int kShape>
 __device__ __forceinline__ void commit(uint32_t bar) {
-  if constexpr (TileShape<kShape>::kIsPair) tcgen05_commit_multicast<2>(bar, 0b11);
-  else tcgen05_commit(bar);
+  if constexpr (TileShape<kShape>::kIsPair)
+    tcgen05_commit_multicast<2>(bar, 0b11);
+  else
+    tcgen05_commit(bar);
 }
 
 // Issues every MMA of the tile (in a pair: the even CTA, for both).
@@ -2824,7 +2969,8 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
 __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
   uint16_t* rows = reinterpret_cast<uint16_t*>(staging) + warp * 32 * 32;
   const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
-  const float alpha = alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
+  const float alpha =
+      alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
 #pragma unroll 1
   for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
     float v[32];
@@ -2859,13 +3005,17 @@ __device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
-    if (S::kIsSwapped) store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
-    else store_tile(tc, acc, warp, lane);
+    if (S::kIsSwapped)
+      store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
+    else
+      store_tile(tc, acc, warp, lane);
     // Order this warp's TMEM reads before the MMA warp (of the even CTA) reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) {
-      if (S::kIsPair) mbar_arrive_in(bars.epilogue(buffer), 0);
-      else mbar_arrive(bars.epilogue(buffer));
+      if (S::kIsPair)
+        mbar_arrive_in(bars.epilogue(buffer), 0);
+      else
+        mbar_arrive(bars.epilogue(buffer));
     }
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
@@ -2902,8 +3052,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     tmem_alloc<S::kCtaGroup>(tmem_slot, Tmem::kAllocated);
   }
   tcgen05_fence_before_sync();
-  if (S::kIsPair) cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
-  else __syncthreads();
+  if (S::kIsPair)
+    cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
+  else
+    __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
@@ -2911,15 +3063,19 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     if (elect_one()) tma_warp<kShape>(tiles, smem, bars, rank);
   } else if (warp == kMmaWarp) {
     if (elect_one()) {
-      if (rank == 0) mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
-      else forward_stages<kShape>(tiles, bars);
+      if (rank == 0)
+        mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
+      else
+        forward_stages<kShape>(tiles, bars);
     }
   } else {
     epilogue_warps<kShape, kPersistent>(tiles, smem, bars, tmem, rank);
   }
   tcgen05_fence_before_sync();
-  if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
-  else __syncthreads();
+  if (S::kIsPair)
+    cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
+  else
+    __syncthreads();
   tcgen05_fence_after_sync();
   if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
@@ -2927,18 +3083,23 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 // The MoE forms' schedule, one CTA, before their GEMM (launched plainly after it).
 __global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) { build_schedule(a); }
 }  // namespace sm100
+}  // namespace nvfp4
+#line 9 "csrc/sm100/arch.cuh"
 
+namespace nvfp4 {
 struct Arch {
   using Unswapped = sm100::TileShape<sm100::kUnswapped>;
   static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
   static int threads(int /*shape*/) { return sm100::kThreads; }
   // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
-  static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
-                                              sm100::TileShape<sm100::kPair>::kSmemBytes});
+  static constexpr int kSmemBytes =
+      std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes, sm100::TileShape<sm100::kPair>::kSmemBytes});
   static constexpr int kTileShapes = 3;  // sm100::TileShapeId
   static int smem_bytes(int /*shape*/) { return kSmemBytes; }
   // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
-  struct TileGeometry { int a_rows, b_rows, ctas; };
+  struct TileGeometry {
+    int a_rows, b_rows, ctas;
+  };
   template <int kShape>
   static constexpr TileGeometry geometry_of() {
     using S = sm100::TileShape<kShape>;
@@ -2974,7 +3135,9 @@ struct Arch {
     std::memcpy(out, values, sizeof values);
   }
   template <int kShape>
-  static void tmem_columns(bool persistent, int* out) { persistent ? tmem_columns<kShape, true>(out) : tmem_columns<kShape, false>(out); }
+  static void tmem_columns(bool persistent, int* out) {
+    persistent ? tmem_columns<kShape, true>(out) : tmem_columns<kShape, false>(out);
+  }
   static bool tmem_plan(int shape, bool persistent, int* out) {
     shape == 0 ? tmem_columns<0>(persistent, out) : shape == 1 ? tmem_columns<1>(persistent, out) : tmem_columns<2>(persistent, out);
     return true;
@@ -3000,7 +3163,7 @@ struct Arch {
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }
-  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }  // no kernels built for one wgmma N
+  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }        // no kernels built for one wgmma N
   static bool worth_trying(int /*most_rows*/, int /*shape*/) { return true; }  // the schedule weighs every shape
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
@@ -3015,9 +3178,8 @@ struct Arch {
     const cuuint32_t box[3] = {cuuint32_t(inner), cuuint32_t(box_rows), sm100::kBlockK / 256};
     const cuuint32_t element_strides[3] = {1, 1, 1};
     const CUtensorMapDataType type = byte_elements ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B;
-    return encode(map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return encode(map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   }
 };
 }  // namespace nvfp4
@@ -3238,7 +3400,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
         items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, shape)});
   }
   std::vector<ScheduledLaunch> launches;
-  std::vector<int> cta_of;                     // per tile of the launch
+  std::vector<int> cta_of;                    // per tile of the launch
   std::vector<std::pair<int64_t, int>> load;  // (cost so far, CTA): a min-heap
   for (size_t i = 0; i < items.size();) {
     ScheduledLaunch launch;
@@ -3400,11 +3562,13 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
   char detail[128];
   if (s.m >= 0 && s.n >= 0 && s.k > 0 && !has_tiles(s)) return true;
   const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
-                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
+                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) %
+                           16 ==
+                       0;
   const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
   if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % Arch::kKMultiple || s.n % 8 || !aligned || !fits_tile_fields) {
-    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
-             s.n, s.k, Arch::kKMultiple);
+    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m, s.n, s.k,
+             Arch::kKMultiple);
     return st.fail("unsupported problem", detail);
   }
   return true;
@@ -3436,14 +3600,15 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
       ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
-        prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
-                                         s.m, s.k};
+        prepass.groups[i] =
+            PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half), s.m, s.k};
         max_items = std::max(max_items, s.m * (s.k / Arch::kKMultiple));
       }
       const CUresult a_map = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[i], s.a_half, s.m, s.k, ga.a_box_rows)
                                             : Arch::encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements);
       if (!encoded(a_map, "A", s.m, s.k, ga.a_box_rows, st) ||
-          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN, st))
+          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN,
+                   st))
         return false;
       ga.sfa = static_cast<const uint8_t*>(s.sfa);
       ga.sfb = static_cast<const uint8_t*>(s.sfb);
@@ -3482,8 +3647,8 @@ bool prepare_kernels(Status& st) {
     for (bool persistent : {false, true})
       for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
         if (n8 == 0 || Arch::fixed_n8_at_least(n8, shape) == n8)
-          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  Arch::kSmemBytes));
+          NVFP4_CUDA_TRY(
+              st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
       if (const void* kernel = Arch::expert_kernel(shape, n8))
@@ -3604,10 +3769,12 @@ bool instantiate_plan(Plan& plan, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
     // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
-    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
+    if (Arch::kPrepass)
+      e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(unsigned(Arch::threads(plan.shapes[i]))),
-              unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])),
+              dim3(unsigned(Arch::threads(plan.shapes[i]))), unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass,
+              plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));
@@ -3648,7 +3815,7 @@ struct QuantizeArgs {
   uint8_t* sf;
   const int* masked_m;  // optional [batch]: only rows below masked_m[b] (clamped to [0, rows]) are written
   int batch, rows, k, bf16;
-  const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
+  const float* global_scale;  // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
   int global_scale_batch_stride, global_scale_row_stride;
   // The routed form (nvfp4.fused_moe; batch 1, with a global scale): output row r quantizes x row
   // source_row[r], with the global scale of its expert e (offsets[e] <= r < offsets[e + 1]), its
@@ -3666,8 +3833,10 @@ __device__ __forceinline__ int expert_of_row(const int* offsets, int experts, in
   int lo = 0, hi = experts - 1;  // the last expert whose first row is at or before r
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (offsets[mid] <= r) lo = mid;
-    else hi = mid - 1;
+    if (offsets[mid] <= r)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -3682,19 +3851,58 @@ static_assert(kQuantizeBlocksPerThread == 2, "quantize_nvfp4 loads, packs and st
 
 // Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
 // The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
-template <bool kBf16> struct Pairs;
-template <> struct Pairs<false> {
-  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
-  static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
+template <bool kBf16>
+struct Pairs;
+template <>
+struct Pairs<false> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t both(float x) {
+    uint32_t d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x));
+    return d;
+  }
+  static __device__ float low(uint32_t w) {
+    float f;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w));
+    return f;
+  }
 };
-template <> struct Pairs<true> {
-  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+template <>
+struct Pairs<true> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t both(float x) {
+    uint32_t d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x));
+    return d;
+  }
   static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
 };
 
@@ -3750,11 +3958,14 @@ __host__ __device__ inline QuantizedBlock pack_block(const uint32_t (&w)[8], Mag
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
-    q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+    q.codes[h] =
+        byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
   q.scale = scale;
   return q;
 }
-__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))); }
+__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3)));
+}
 
 template <class P>
 __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
@@ -3767,8 +3978,8 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
 // The nearest-even E2M1 magnitude code of a non-negative fp32 quotient (NaN: 0), saturated at 6:
 // the count of rounding thresholds it passes (E2m1Bounds' ties).
 __host__ __device__ inline uint32_t e2m1_magnitude(float v) {
-  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) + uint32_t(v >= 3.5f) +
-         uint32_t(v > 5.0f);
+  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) +
+         uint32_t(v >= 3.5f) + uint32_t(v > 5.0f);
 }
 // The two-level recipe (global scale g): the codes from fp32 quotients x / (s * g), which are not
 // exact in 16 bits, so each is divided rather than compared with the scale's bounds.
@@ -3821,7 +4032,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
     const int b = at.b, r = at.r, j = at.j * kQuantizeBlocksPerThread;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
     if (r >= rows && (a.masked_m || a.offsets || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
-    int sf_row = r, expert = b, source = r;  // the row's scale row, the global scale's batch index, x's row
+    int sf_row = r, expert = b, source = r;                              // the row's scale row, the global scale's batch index, x's row
     if (kTwoLevel && a.offsets) {
       expert = expert_of_row(a.offsets, a.experts, r);
       if (expert < 0) continue;
@@ -3885,14 +4096,16 @@ inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
 bool check_experts(const ExpertProblem& p, Status& st) {
   char detail[160];
   const bool aligned = (reinterpret_cast<uintptr_t>(p.a) | reinterpret_cast<uintptr_t>(p.b) | reinterpret_cast<uintptr_t>(p.c) |
-                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) % 16 == 0;
+                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) %
+                           16 ==
+                       0;
   const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
   if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
       (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
       reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
-    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)", p.experts,
-             kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)",
+             p.experts, kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
   }
   // The masked form's experts e * rows_per_expert ... and their scale rows e * round_up(rows_per_expert, 128) ...
@@ -3958,8 +4171,8 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   schedule.blockDim = dim3(unsigned(std::max(Arch::kPrepassThreads, schedule_threads)));
   if (Arch::kPrepass) {
     const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
-    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x,
-                                                                      ceil_div(16 * num_sms, p.experts))));
+    const int per_expert = int(std::max<int64_t>(
+        1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x, ceil_div(16 * num_sms, p.experts))));
     schedule.gridDim = dim3(unsigned(per_expert), unsigned(p.experts + 1));
   }
   unsigned none = 0;
@@ -3981,7 +4194,8 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
       reinterpret_cast<uintptr_t>(q.global_scale) % 4)
     return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
   if (q.offsets && (!q.global_scale || !q.source_row || !q.sf_offsets || q.batch != 1 || q.experts < 1 || q.masked_m))
-    return st.fail("unsupported quantization", "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
+    return st.fail("unsupported quantization",
+                   "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
@@ -3991,8 +4205,9 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
   launch_on(config, nullptr, &none, queue, false);
   QuantizeArgs args = q;
   void* argv[] = {&args};
-  const void* kernels[2][2] = {{reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
-                               {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
+  const void* kernels[2][2] = {
+      {reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
+      {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
   const void* kernel = kernels[q.bf16 ? 1 : 0][q.global_scale ? 1 : 0];
   NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
   return true;
@@ -4007,9 +4222,14 @@ static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed,
   std::vector<nvfp4::host::GroupShape> groups(size_t(std::max(num_groups, 0)));
   for (int g = 0; g < num_groups; ++g) {
     const int64_t* p = packed + 8 * g;
-    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
-                                                reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
-                                                reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
+    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]),
+                                                reinterpret_cast<const void*>(p[1]),
+                                                reinterpret_cast<const void*>(p[3]),
+                                                reinterpret_cast<const void*>(p[4]),
+                                                reinterpret_cast<void*>(p[2]),
+                                                int(p[5]),
+                                                int(p[6]),
+                                                int(p[7])};
   }
   return groups;
 }
@@ -4030,7 +4250,8 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
                       int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
-  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
+  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes)
+    return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
@@ -4087,9 +4308,10 @@ void nvfp4_plan_destroy(void* plan) {
 // stride along C's columns (0: one value per expert, 1: [E][N]) and 1 for bf16 C (0: fp16).
 static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
   auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
-  return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
-                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13]),
-                                    nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
+  return nvfp4::host::ExpertProblem{
+      ptr(0),     ptr(1),     ptr(3),     ptr(4),     ptr(5),
+      ptr(6),     ptr(7),     ptr(2),     int(d[8]),  int(d[9]),
+      int(d[10]), int(d[11]), int(d[12]), int(d[13]), nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
 }
 int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
 // workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
@@ -4104,9 +4326,21 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
   auto ints = [&](int i) { return reinterpret_cast<const int*>(desc[i]); };
-  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              ints(3), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
-                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10]), ints(11), ints(12), ints(13), int(desc[14])};
+  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]),
+                              reinterpret_cast<uint8_t*>(desc[1]),
+                              reinterpret_cast<uint8_t*>(desc[2]),
+                              ints(3),
+                              int(desc[4]),
+                              int(desc[5]),
+                              int(desc[6]),
+                              int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]),
+                              int(desc[9]),
+                              int(desc[10]),
+                              ints(11),
+                              ints(12),
+                              ints(13),
+                              int(desc[14])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
@@ -4130,8 +4364,8 @@ int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
 // grid (CTAs), persistent flag, fixed wgmma N / 8 (0: chosen per tile), tile shape, number of
 // tiles; tiles and cta_first_tile (per CTA, or per pair) copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles,
-                           uint32_t* tiles, uint16_t* cta_first) {
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles, uint32_t* tiles,
+                           uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
@@ -4148,8 +4382,14 @@ int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, i
 int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_a, uint8_t* tmap_b) {
   const nvfp4::LaunchArgs& a = static_cast<nvfp4::host::Plan*>(plan)->launches[size_t(launch)];
   const nvfp4::GroupArgs& ga = a.groups[g];
-  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)), int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
-                             int64_t(reinterpret_cast<uintptr_t>(ga.c)), ga.m, ga.n, ga.k, ga.m_chunk_rows, ga.a_box_rows};
+  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.c)),
+                             ga.m,
+                             ga.n,
+                             ga.k,
+                             ga.m_chunk_rows,
+                             ga.a_box_rows};
   std::memcpy(out, values, sizeof values);
   std::memcpy(tmap_a, &a.tmap_a[g], sizeof(CUtensorMap));
   std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
@@ -4249,7 +4489,9 @@ struct HostPairs {
     if (op == kMax) return isnan(a) || isnan(b) ? 0x7FFFu : a >= b ? x : y;
     return (op == kGe ? a >= b : a > b) ? 0xFFFFu : 0u;
   }
-  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) { return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16; }
+  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) {
+    return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16;
+  }
   static __host__ __device__ uint32_t max_nan(uint32_t a, uint32_t b) { return each(kMax, a, b); }
   static __host__ __device__ uint32_t ge(uint32_t a, uint32_t b) { return each(kGe, a, b); }
   static __host__ __device__ uint32_t gt(uint32_t a, uint32_t b) { return each(kGt, a, b); }
@@ -4267,13 +4509,15 @@ extern "C" {
 // The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
 // (bf16: 1) elements to 8 code bytes and a scale byte each; global_scale: null (the one-level
 // recipe) or one global scale per block.
-void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes, uint8_t* scales) {
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes,
+                                   uint8_t* scales) {
   using nvfp4::HostPairs, nvfp4::quantize_block;
   for (int64_t b = 0; b < blocks; ++b) {
     uint32_t w[8];
     std::memcpy(w, x + 16 * b, sizeof w);
-    const nvfp4::QuantizedBlock q = global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
-                                                 : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
+    const nvfp4::QuantizedBlock q =
+        global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
+                     : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
   }
@@ -4411,8 +4655,10 @@ def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
 # of B by up to 64 of A in a deeper pipeline (few rows).
 TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED, TILES_PAIR = -1, 0, 1, 2
 TILES_FEW_ROWS = 1
-TILE_SHAPE_NAMES = {100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},
-                    90: {TILES_CHOSEN: "chosen", 0: "up to 256 rows", TILES_FEW_ROWS: "few rows"}}
+TILE_SHAPE_NAMES = {
+    100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},
+    90: {TILES_CHOSEN: "chosen", 0: "up to 256 rows", TILES_FEW_ROWS: "few rows"},
+}
 KERNEL_MAX_M, KERNEL_MAX_N = 512 * 128, 65536 * 128  # the tile fields: 512 row blocks of 128, 65536 column blocks of 128
 
 _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call
@@ -4474,11 +4720,11 @@ class KernelPath:
         self.tile_shapes = tuple(range(tile_shapes.value)) if tile_shapes.value > 1 else (TILES_CHOSEN,)  # what the kernels can run
         self.capacity = capacity
         self._plans = {}
-        self._dead = []        # keys of plans whose tensors died (appended by weakref callbacks)
-        self._calls = 0        # the clock of last_used
+        self._dead = []  # keys of plans whose tensors died (appended by weakref callbacks)
+        self._calls = 0  # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
         self._workspaces = {}  # queue handle -> the workspace its plans share
-        self._retired = []     # smaller workspaces that larger ones replaced, kept (see _shared_workspace)
+        self._retired = []  # smaller workspaces that larger ones replaced, kept (see _shared_workspace)
         self._lock = threading.RLock()
         err = ctypes.create_string_buffer(512)
         with torch.cuda.device(self.device_index):
@@ -4494,7 +4740,9 @@ class KernelPath:
         odd one eagerly. A detector's message names the seed, so that NVFP4_EMULATION_SEED reproduces it."""
         rc = self.lib.nvfp4_emulation_configure(seed, max_delay_ns)
         if rc:
-            raise RuntimeError(f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}")
+            raise RuntimeError(
+                f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}"
+            )
         self.emulation_seed = seed
 
     def __call__(self, tensors: list, sizes, operand_rank: int, alpha=None) -> None:
@@ -4529,6 +4777,7 @@ class KernelPath:
         grown by powers of two. No workspace is ever given back to torch's allocator, which would
         hand it to other work while a graph that bakes it in may still run; the ones a larger
         workspace replaced stay too (together at most the size of the current one)."""
+
         def workspace(nbytes: int, device: torch.device) -> torch.Tensor:
             current = self._workspaces.get(queue)
             if current is None or current.numel() < nbytes:
@@ -4536,6 +4785,7 @@ class KernelPath:
                     self._retired.append(current)
                 current = self._workspaces[queue] = torch.empty(1 << (nbytes - 1).bit_length(), dtype=torch.uint8, device=device)
             return current
+
         return workspace
 
     def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int, alpha) -> None:
@@ -4544,9 +4794,11 @@ class KernelPath:
             self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         count = len(tensors)
-        device, pointers, sizes = key[0], key[4:4 + count], key[4 + 2 * count:]  # the key's layout: see __call__
+        device, pointers, sizes = key[0], key[4 : 4 + count], key[4 + 2 * count :]  # the key's layout: see __call__
         if plan is None or not plan.alive:
-            if not (kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)):
+            if not (
+                kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)
+            ):
                 validate(tensors, sizes, operand_rank, alpha)
                 reason = kernel_unsupported(tensors, sizes, self.k_multiple, device)
                 if reason:
@@ -4606,8 +4858,18 @@ def new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
-def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: int, err, workspace=new_workspace,
-                pointers=None, tiles: int = TILES_CHOSEN, alpha: torch.Tensor | None = None) -> tuple[int, torch.Tensor | None]:
+def create_plan(
+    lib: ctypes.CDLL,
+    tensors: list,
+    sizes,
+    num_sms: int,
+    dry_run: int,
+    err,
+    workspace=new_workspace,
+    pointers=None,
+    tiles: int = TILES_CHOSEN,
+    alpha: torch.Tensor | None = None,
+) -> tuple[int, torch.Tensor | None]:
     """A C++ plan for the call (tensors, sizes and alpha as layout.py describes them; C's dtype from
     group 0's c) and the workspace it uses (keep it alive as long as the plan).
 
@@ -4620,7 +4882,7 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
     g = len(sizes)
     packed = []
     for i, (m, n, k, _) in enumerate(sizes):
-        packed += [*pointers[3 * i:3 * i + 3], *pointers[3 * g + 2 * i:3 * g + 2 * i + 2], m, n, k]
+        packed += [*pointers[3 * i : 3 * i + 3], *pointers[3 * g + 2 * i : 3 * g + 2 * i + 2], m, n, k]
     packed = (ctypes.c_int64 * len(packed))(*packed)
     nbytes = lib.nvfp4_workspace_bytes(packed, g)
     buffer = workspace(nbytes, tensors[0].device) if nbytes else None
@@ -4636,8 +4898,10 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
 def check_on_current_device(tensor: torch.Tensor, current: int) -> None:
     """ValueError unless `tensor` is on the current CUDA device (index `current`), where the kernels run."""
     if tensor.get_device() != current:
-        raise ValueError(f"nvfp4 grouped gemm: the tensors are on {tensor.device}, the current device is cuda:{current}; make theirs "
-                         f"current (torch.cuda.set_device, or a torch.cuda.device block)")
+        raise ValueError(
+            f"nvfp4 grouped gemm: the tensors are on {tensor.device}, the current device is cuda:{current}; make theirs "
+            f"current (torch.cuda.set_device, or a torch.cuda.device block)"
+        )
 
 
 def kernel_unsupported(tensors: list, sizes, k_multiple: int, device_index: int) -> str | None:
@@ -4654,7 +4918,9 @@ def kernel_unsupported(tensors: list, sizes, k_multiple: int, device_index: int)
         if k % k_multiple:
             return f"group {g}: K={k} is not a multiple of {k_multiple}"
         scale_strides = packed_scale_strides(k)
-        for name, t, strides in zip(("a", "b", "c", "sfa", "sfb"), group_tensors(tensors, g), (None, None, None, scale_strides, scale_strides)):
+        for name, t, strides in zip(
+            ("a", "b", "c", "sfa", "sfb"), group_tensors(tensors, g), (None, None, None, scale_strides, scale_strides)
+        ):
             if t.data_ptr() % 16:
                 return f"group {g}: {name} is not 16-byte aligned"
             if strides is None:
@@ -4704,24 +4970,31 @@ def kernel_takes(tensors: list, sizes: tuple, pointers, k_multiple: int, device_
     if layout is None or not g or len(tensors) != 5 * g:
         return False
     shapes, scale_strides, used = layout
-    abc_flat, scales = tensors[:3 * g], tensors[3 * g:]
+    abc_flat, scales = tensors[: 3 * g], tensors[3 * g :]
     abc_used, scales_used = abc_flat, scales
     if used is not None:  # groups with no output have no layout to check
-        abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g:])], [*compress(pointers, used)]
-    return (list(map(_shape_of, tensors)) == shapes
-            and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
-            and set(map(_dtype_of, abc_flat[2::3])) in _OUT
-            and set(map(_dtype_of, scales)) <= _E4M3
-            and set(map(torch.Tensor.get_device, tensors)) == {device_index}
-            and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
-            and all(map(torch.Tensor.is_contiguous, abc_used))
-            and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
+        abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g :])], [*compress(pointers, used)]
+    return (
+        list(map(_shape_of, tensors)) == shapes
+        and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
+        and set(map(_dtype_of, abc_flat[2::3])) in _OUT
+        and set(map(_dtype_of, scales)) <= _E4M3
+        and set(map(torch.Tensor.get_device, tensors)) == {device_index}
+        and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
+        and all(map(torch.Tensor.is_contiguous, abc_used))
+        and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides
+    )
 
 
 def alpha_takes(alpha, groups: int, device_index: int) -> bool:
     """True when alpha is absent, or a contiguous float32 [groups] tensor on device `device_index`."""
-    return alpha is None or (type(alpha) is torch.Tensor and alpha.dtype == torch.float32 and alpha.shape == (groups,)
-                             and alpha.get_device() == device_index and alpha.is_contiguous())
+    return alpha is None or (
+        type(alpha) is torch.Tensor
+        and alpha.dtype == torch.float32
+        and alpha.shape == (groups,)
+        and alpha.get_device() == device_index
+        and alpha.is_contiguous()
+    )
 
 
 # ----------------------------------------------------------------------------- nvfp4/self_check.py
@@ -4752,7 +5025,9 @@ def self_check_input(device: torch.device, out_dtype: torch.dtype = torch.float1
         a, b = (torch.randint(256, (rows, k // 2, 1), dtype=torch.uint8, generator=generator) for rows in (m, n))
         c = torch.full((m, n, 1), float("nan"), dtype=out_dtype)
         for rows, wide in ((m, g % 2 == 0), (n, g % 2 == 1)):
-            memory = torch.randint(1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator)
+            memory = torch.randint(
+                1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator
+            )
             scales.append(memory.view(torch.float8_e4m3fn).permute(3, 4, 1, 5, 2, 0).to(device))
         abc += [a.view(torch.float4_e2m1fn_x2).to(device), b.view(torch.float4_e2m1fn_x2).to(device), c.to(device)]
         sizes.append((m, n, k, 1))
@@ -4773,7 +5048,7 @@ def exact_products(tensors: list, sizes, alpha: torch.Tensor | None = None) -> l
         factor = 1.0 if alpha is None else alpha[g].double()
         value = lhs @ rhs.T * factor
         rounding = 2.0**-8 if c is not None and c.dtype == torch.bfloat16 else 0.0
-        allowance = (TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor)
+        allowance = TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor
         exact.append((value.unsqueeze(-1), allowance.unsqueeze(-1)))
     return exact
 
@@ -4785,8 +5060,10 @@ def first_mismatch(out: list, exact: list) -> str | None:
         bad = ~((got.double() - value).abs() <= allowance)
         if bad.any():
             row, col, _ = bad.nonzero()[0].tolist()
-            return (f"group {g}: {int(bad.sum())} of {bad.numel()} elements off, the first at row {row}, column {col}: "
-                    f"{got[row, col, 0].item()} instead of {value[row, col, 0].item():.6g}")
+            return (
+                f"group {g}: {int(bad.sum())} of {bad.numel()} elements off, the first at row {row}, column {col}: "
+                f"{got[row, col, 0].item()} instead of {value[row, col, 0].item():.6g}"
+            )
     return None
 
 
@@ -4805,7 +5082,7 @@ def self_check_failure(path: KernelPath, device: torch.device) -> str | None:
                 tensors, sizes = self_check_input(device, out_dtype)  # new tensors: a plan of their own, in this shape
                 try:
                     path(tensors, sizes, 3, alpha)
-                    failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes, alpha))  # waits for the kernel
+                    failure = first_mismatch(tensors[2 : 3 * len(sizes) : 3], exact_products(tensors, sizes, alpha))  # waits for the kernel
                 except (RuntimeError, ValueError) as e:
                     failure = f"{type(e).__name__}: {e}"
                 if failure is not None:
@@ -4849,8 +5126,12 @@ def self_checked(path: KernelPath, device: torch.device, verdict: str | None = N
         return path
     has_fp4_scaled_mm = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 10
     fallback = Fallback(scaled_mm_kernel if has_fp4_scaled_mm and not path.emulated else portable_kernel, kernel_name(path), failure)
-    print(f"nvfp4 grouped gemm: the {fallback.kernel} failed its first-use self-check on {device}: {failure}. Using "
-          f"{fallback.path.__name__} for the rest of this process.", file=sys.stderr, flush=True)
+    print(
+        f"nvfp4 grouped gemm: the {fallback.kernel} failed its first-use self-check on {device}: {failure}. Using "
+        f"{fallback.path.__name__} for the rest of this process.",
+        file=sys.stderr,
+        flush=True,
+    )
     return fallback
 
 
@@ -4921,12 +5202,38 @@ def select_path(device: torch.device):
             return portable_kernel
         arch, built_for = (100, "90a") if emulated else target
         if capturing():
-            checked = " and checked (it has never run on real hardware; the check waits for the GPU)" if arch in UNVERIFIED_KERNEL_ARCHS else ""
-            raise RuntimeError(f"nvfp4 grouped gemm: the sm_{arch}a kernel for {device} is built, loaded{checked} on its first use "
-                               f"in a process, which cannot happen inside a CUDA graph capture: call nvfp4.prepare() (or the op "
-                               f"once) before capturing")
+            checked = (
+                " and checked (it has never run on real hardware; the check waits for the GPU)" if arch in UNVERIFIED_KERNEL_ARCHS else ""
+            )
+            raise RuntimeError(
+                f"nvfp4 grouped gemm: the sm_{arch}a kernel for {device} is built, loaded{checked} on its first use "
+                f"in a process, which cannot happen inside a CUDA graph capture: call nvfp4.prepare() (or the op "
+                f"once) before capturing"
+            )
         _paths[device] = trusted(KernelPath(build_library(arch, built_for, emulated), device), device)
     return _paths[device]
+
+
+def path_of(device: torch.device):
+    """The path that computes calls on `device`: the one chosen for it, chosen now on its first use."""
+    return _paths.get(device) or select_path(device)
+
+
+@contextlib.contextmanager
+def use_path(device, path):
+    """Inside the block, calls on `device` (default: the current GPU, else the CPU) take `path`: a
+    KernelPath of another build of the kernels, or one of this module's portable paths; after it,
+    the path before (or none, to be chosen again). How the tests and bench scripts run a given build."""
+    device = _device(device)
+    before = _paths.get(device)
+    _paths[device] = path
+    try:
+        yield path
+    finally:
+        if before is None:
+            _paths.pop(device, None)
+        else:
+            _paths[device] = before
 
 
 def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
@@ -4935,7 +5242,7 @@ def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     first = tensors[0] if tensors else None
     if not isinstance(first, torch.Tensor):
         validate(tensors, sizes, operand_rank, alpha)
-    path = _paths.get(first.device) or select_path(first.device)
+    path = path_of(first.device)
     if isinstance(path, KernelPath):  # it validates on its own misses
         path(tensors, sizes, operand_rank, alpha)
     else:
@@ -5009,8 +5316,10 @@ def build_for_this_machine() -> None:
     seconds = time.perf_counter() - start
     if isinstance(path, KernelPath):
         checked = ", self-checked" if needs_self_check(path) else ""
-        print(f"nvfp4 grouped gemm: the {describe_path(path)} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's "
-              f"extension cache{checked})")
+        print(
+            f"nvfp4 grouped gemm: the {describe_path(path)} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's "
+            f"extension cache{checked})"
+        )
     elif isinstance(path, Fallback):
         print(f"nvfp4 grouped gemm: the CUDA kernel for {gpu} failed its self-check (above); this machine runs the {describe_path(path)}")
     else:

@@ -1,4 +1,5 @@
 """Types of the NVFP4 block-scaled grouped GEMM problem (docs/PROBLEM.md section 2)."""
+
 from typing import TypedDict, TypeVar
 
 import torch

@@ -5,6 +5,7 @@ into the group's c. `data` is described in README.md, its layouts in docs/PROBLE
 the scales are decoded with PyTorch ops and multiplied in float32: exact, and far slower than a
 kernel. Run it with `make run SUBMISSION=template.py`.
 """
+
 import torch
 
 from task import input_t, output_t

@@ -1,4 +1,5 @@
 """Helpers shared by the reference and the harness: seeding, tolerant comparison, L2 flush."""
+
 import random
 
 import numpy as np

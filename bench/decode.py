@@ -23,6 +23,7 @@ Every contender's output on the first weight set is checked against the list for
 timed (masked: bit for bit; Marlin: within 1e-3 of the largest value, fp32 sums in another order).
 A last table gives the host time of an eager (uncaptured) call with 64 experts for each of our forms.
 """
+
 import argparse
 import importlib.util
 import os
@@ -58,9 +59,11 @@ MANY = [  # from 64 rows an expert up
 SEQUENCE = 8  # weight sets, one call each, in the sequence's graph
 MARLIN_BLOCKS = (8, 16, 32, 48, 64)
 FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
-BUILD_HINT = ("Marlin: not found. Build vLLM's Marlin NVFP4 MoE GEMM outside the project, then point --marlin (or MARLIN_FP4_LIB) at it:\n"
-              "  (cd ../shared/anchors/marlin && BUILD_DIR=$PWD/../../../main/.scratch/marlin ./build.sh)\n"
-              "  python bench/decode.py --marlin .scratch/marlin/libmarlin_fp4_moe.so")
+BUILD_HINT = (
+    "Marlin: not found. Build vLLM's Marlin NVFP4 MoE GEMM outside the project, then point --marlin (or MARLIN_FP4_LIB) at it:\n"
+    "  (cd ../shared/anchors/marlin && BUILD_DIR=$PWD/../../../main/.scratch/marlin ./build.sh)\n"
+    "  python bench/decode.py --marlin .scratch/marlin/libmarlin_fp4_moe.so"
+)
 
 
 def label(experts: int, lo: int, hi: int, n: int, k: int) -> str:
@@ -129,17 +132,21 @@ class Problem:
     def masked_calls(self) -> list:
         outs = [torch.empty(self.experts, self.max_m, self.n, dtype=torch.float16, device="cuda") for _ in range(SEQUENCE)]
         fp4 = lambda t: t.view(torch.float4_e2m1fn_x2)  # noqa: E731
-        calls = [lambda i=i: nvfp4.grouped_gemm_masked(fp4(self.a), self.sfa, fp4(self.b[i]), self.sfb[i], self.masked_m, out=outs[i])
-                 for i in range(SEQUENCE)]
-        return calls, lambda: torch.cat([outs[0][e, :self.counts[e]] for e in self.used])
+        calls = [
+            lambda i=i: nvfp4.grouped_gemm_masked(fp4(self.a), self.sfa, fp4(self.b[i]), self.sfb[i], self.masked_m, out=outs[i])
+            for i in range(SEQUENCE)
+        ]
+        return calls, lambda: torch.cat([outs[0][e, : self.counts[e]] for e in self.used])
 
     def list_calls(self) -> list:
         fp4 = lambda t: t.view(torch.float4_e2m1fn_x2)  # noqa: E731
-        a = [fp4(self.a[e, :self.counts[e]]) for e in self.used]
+        a = [fp4(self.a[e, : self.counts[e]]) for e in self.used]
         sfa = [nvfp4.reordered_from_blocked(self.sfa[e], self.counts[e]) for e in self.used]
         outs = [[torch.empty(self.counts[e], self.n, dtype=torch.float16, device="cuda") for e in self.used] for _ in range(SEQUENCE)]
-        operands = [([fp4(self.b[i][e]) for e in self.used], [nvfp4.reordered_from_blocked(self.sfb[i][e], self.n) for e in self.used])
-                    for i in range(SEQUENCE)]
+        operands = [
+            ([fp4(self.b[i][e]) for e in self.used], [nvfp4.reordered_from_blocked(self.sfb[i][e], self.n) for e in self.used])
+            for i in range(SEQUENCE)
+        ]
         calls = [lambda i=i: nvfp4.grouped_gemm(a, operands[i][0], sfa, operands[i][1], out=outs[i]) for i in range(SEQUENCE)]
         return calls, lambda: torch.cat(outs[0])
 
@@ -264,7 +271,10 @@ def host_table() -> list[tuple[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--marlin", help="vLLM's Marlin NVFP4 MoE library (libmarlin_fp4_moe.so); default $MARLIN_FP4_LIB")
-    parser.add_argument("--marlin-front", help="the folder of its front end marlin_fp4.py; default $MARLIN_FP4_FRONT, the library's folder, ../shared/anchors/marlin")
+    parser.add_argument(
+        "--marlin-front",
+        help="the folder of its front end marlin_fp4.py; default $MARLIN_FP4_FRONT, the library's folder, ../shared/anchors/marlin",
+    )
     parser.add_argument("--repeats", type=int, default=30, help="graph replays per figure (their median)")
     parser.add_argument("--shapes", default="", help="only the shapes whose label contains this text")
     parser.add_argument("--no-host", action="store_true", help="skip the host-time table")
@@ -290,8 +300,11 @@ def main() -> None:
         torch.cuda.empty_cache()
         m, li = r["masked"], r["list"]
         mar = r.get("Marlin")
-        print(f"  {label(*shape):34} floor {rows[-1][2]:7.1f}  masked {m[0]:7.1f} / {m[1]:7.1f}  list {li[0]:7.1f} / {li[1]:7.1f}"
-              + (f"  Marlin {mar[0]:7.1f} / {mar[1]:7.1f} (block {r['block']})" if mar else ""), flush=True)
+        print(
+            f"  {label(*shape):34} floor {rows[-1][2]:7.1f}  masked {m[0]:7.1f} / {m[1]:7.1f}  list {li[0]:7.1f} / {li[1]:7.1f}"
+            + (f"  Marlin {mar[0]:7.1f} / {mar[1]:7.1f} (block {r['block']})" if mar else ""),
+            flush=True,
+        )
     report(rows, marlin is not None)
     if not args.no_host:
         print("\nhost time of an eager call, 64 experts of 0-16 rows, N=2048, K=7168 (median of 200, the GPU busy meanwhile):")
@@ -301,19 +314,25 @@ def main() -> None:
 
 def report(rows: list, with_marlin: bool) -> None:
     print("\nus per call, single / in sequence (8 weight sets in one graph); x floor and Marlin / ours in sequence, masked form")
-    head = f"| shape | floor | masked | list | {'Marlin (block) | Marlin / masked | ' if with_marlin else ''}masked x floor | masked / list |"
+    head = (
+        f"| shape | floor | masked | list | {'Marlin (block) | Marlin / masked | ' if with_marlin else ''}masked x floor | masked / list |"
+    )
     print(head)
     print("|" + "---|" * head.count(" | ") + "---|")
     for regime, name, floor, r in rows:
         m, li = r["masked"], r["list"]
         marlin = f"{r['Marlin'][0]:.1f} / {r['Marlin'][1]:.1f} ({r['block']}) | {r['Marlin'][1] / m[1]:.2f} | " if with_marlin else ""
-        print(f"| {name} | {floor:.1f} | {m[0]:.1f} / {m[1]:.1f} | {li[0]:.1f} / {li[1]:.1f} | {marlin}{m[1] / floor:.2f} | {m[1] / li[1]:.2f} |")
+        print(
+            f"| {name} | {floor:.1f} | {m[0]:.1f} / {m[1]:.1f} | {li[0]:.1f} / {li[1]:.1f} | {marlin}{m[1] / floor:.2f} | {m[1] / li[1]:.2f} |"
+        )
     for regime in ("decode", "64+ rows"):
         part = [(floor, r) for reg, _, floor, r in rows if reg == regime]
         if not part:
             continue
-        line = (f"{regime}: masked in sequence {geomean(r['masked'][1] / f for f, r in part):.2f}x the floor (geomean), "
-                f"list {geomean(r['list'][1] / f for f, r in part):.2f}x; masked / list {geomean(r['masked'][1] / r['list'][1] for _, r in part):.3f}")
+        line = (
+            f"{regime}: masked in sequence {geomean(r['masked'][1] / f for f, r in part):.2f}x the floor (geomean), "
+            f"list {geomean(r['list'][1] / f for f, r in part):.2f}x; masked / list {geomean(r['masked'][1] / r['list'][1] for _, r in part):.3f}"
+        )
         if with_marlin:
             ratios = [r["Marlin"][1] / r["masked"][1] for _, r in part]
             line += f"; Marlin / masked {min(ratios):.2f}-{max(ratios):.2f}, faster than Marlin on {sum(x > 1 for x in ratios)} of {len(ratios)}"

@@ -9,6 +9,7 @@ Host time: the call's wall time with the GPU idle (median of 20 first and second
 synchronized every 10). GPU time: CUDA events around the call, queued behind GPU work that
 evicts L2 and outlasts the host's part, as the leaderboard's flush does (median of 20).
 """
+
 import argparse
 import importlib.util
 import statistics
@@ -20,9 +21,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from reference import generate_input  # noqa: E402
 from harness.runners import clone_data  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
+from reference import generate_input  # noqa: E402
 
 SETS = 20
 
@@ -89,8 +90,14 @@ def main():
             if j % 10 == 9:
                 torch.cuda.synchronize()
         row[2] = statistics.median(hits)
-        print(f"{i:<5} " + " ".join(f"{v:>11.2f}" for v in row[:3]) + "  " + " ".join(f"{v:>11.2f}" for v in row[3:])
-              + f"  G={case.args['g']}", flush=True)
+        print(
+            f"{i:<5} "
+            + " ".join(f"{v:>11.2f}" for v in row[:3])
+            + "  "
+            + " ".join(f"{v:>11.2f}" for v in row[3:])
+            + f"  G={case.args['g']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

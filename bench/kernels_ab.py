@@ -13,6 +13,7 @@ bench/peers.py times a contender (GPU time behind the leaderboard's flush, 15 in
 round (with --floors, also over bench/regimes.py's floors, from rates measured first): two kernels
 compared in one run, on one machine, on the same inputs.
 """
+
 import argparse
 import ctypes
 import sys
@@ -50,8 +51,11 @@ def main() -> None:
     add_regimes_option(parser)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=2.0, help="time limit per library, case and round")
-    parser.add_argument("--floors", action="store_true", help="also each regime's geomean over its floors (bench/regimes.py's, "
-                        "from a copy and a matmul measured first)")
+    parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="also each regime's geomean over its floors (bench/regimes.py's, from a copy and a matmul measured first)",
+    )
     args = parser.parse_args()
     pairs = [k.split("=", 1) for k in args.kernels]
     if any(len(p) != 2 for p in pairs) or len({name for name, _ in pairs}) != len(pairs):
@@ -60,11 +64,12 @@ def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         sys.exit("bench/kernels_ab.py builds and times the sm_90a kernels: it needs an sm_90 GPU")
 
+    from peers import STALL_NOTE, clone_data, contender_stats, mean_us, measure_ceilings, stalled
+
     import nvfp4
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath
-    from peers import STALL_NOTE, clone_data, contender_stats, mean_us, measure_ceilings, stalled
     from reference import check_implementation, generate_input
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -81,27 +86,33 @@ def main() -> None:
     cases = [c for c in regime_cases() if c[0] in regimes]
     for regime, label, case in cases:
         for name, path in paths.items():
-            dispatch._paths[device] = path
-            if regime != "many rows":
-                data = generate_input(**{**case, "seed": case["seed"] + 7})
-                for _, _, c in data[0]:
-                    c.fill_(float("nan"))
+            if regime == "many rows":
+                continue
+            data = generate_input(**{**case, "seed": case["seed"] + 7})
+            for _, _, c in data[0]:
+                c.fill_(float("nan"))
+            with dispatch.use_path(device, path):
                 ok, message = check_implementation(data, nvfp4.custom_kernel(clone_data(data)))
-                if not ok:
-                    sys.exit(f"{name} is wrong on {label}: {message[:400]}")
+            if not ok:
+                sys.exit(f"{name} is wrong on {label}: {message[:400]}")
         for _ in range(args.rounds):
             for name, path in paths.items():
-                dispatch._paths[device] = path
-                stats = contender_stats(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9)
+                with dispatch.use_path(device, path):
+                    stats = contender_stats(nvfp4.custom_kernel, lambda d: d, case, 15, args.seconds * 1e9)
                 times.setdefault((label, name), []).append(mean_us(stats))
                 marks.setdefault((label, name), []).append("!" if stalled(stats) else "")
-        print(f"{label:40}" + "".join(f"  {name} " + " / ".join(fmt(t) + m for t, m in zip(times[(label, name)], marks[(label, name)]))
-                                      for name in paths), flush=True)
+        print(
+            f"{label:40}"
+            + "".join(f"  {name} " + " / ".join(fmt(t) + m for t, m in zip(times[(label, name)], marks[(label, name)])) for name in paths),
+            flush=True,
+        )
     for regime in regimes:
         chosen = [(label, case) for r, label, case in cases if r == regime]
         floors = [floor_us(regime, case, *rates) for _, case in chosen] if rates else None
-        best = {name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label, _ in chosen]
-                for name in paths}
+        best = {
+            name: [min(times[(label, name)], key=lambda t: t if isinstance(t, float) else float("inf")) for label, _ in chosen]
+            for name in paths
+        }
         print(f"{regime}: geomean of the best round, us: " + "  ".join(f"{name} {regime_summary(b, floors)}" for name, b in best.items()))
     if any("!" in m for m in marks.values()):
         print(STALL_NOTE)

@@ -10,6 +10,7 @@ the op's own cached graph). Every path is first checked against the reference on
 Then the host's part: the same plain op calls timed after a synchronize (what a caller outside a
 CUDA graph waits for), against submission.py's.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -30,8 +31,13 @@ REPEATS, MAX_NS = 100, 10e9
 def op_operands(data):
     """The leaderboard's data as the op's lists: a, b, sfa, sfb, and c's [M, N] views as out."""
     abc, _, scales, _ = data
-    return ([a[..., 0] for a, _, _ in abc], [b[..., 0] for _, b, _ in abc], [s for s, _ in scales], [s for _, s in scales],
-            [c[..., 0] for _, _, c in abc])
+    return (
+        [a[..., 0] for a, _, _ in abc],
+        [b[..., 0] for _, b, _ in abc],
+        [s for s, _ in scales],
+        [s for _, s in scales],
+        [c[..., 0] for _, _, c in abc],
+    )
 
 
 def plain_op(operands):
@@ -86,15 +92,33 @@ def main() -> int:
         }
         for name, s in stats.items():
             columns[name].append(s.mean)
-        rows.append([str(i), format_time(stats["sub"].mean), format_time(stats["graph"].mean), f"{stats['graph'].mean / stats['sub'].mean:.3f}",
-                     format_time(stats["op"].mean), format_time(stats["sub_host"].mean), format_time(stats["op_host"].mean), case.spec])
+        rows.append(
+            [
+                str(i),
+                format_time(stats["sub"].mean),
+                format_time(stats["graph"].mean),
+                f"{stats['graph'].mean / stats['sub'].mean:.3f}",
+                format_time(stats["op"].mean),
+                format_time(stats["sub_host"].mean),
+                format_time(stats["op_host"].mean),
+                case.spec,
+            ]
+        )
         print(f"case {i} done", file=sys.stderr, flush=True)
-    rows.append(["geo", *(format_time(geomean(columns[n])) for n in ("sub", "graph")),
-                 f"{geomean(columns['graph']) / geomean(columns['sub']):.3f}", *(format_time(geomean(columns[n])) for n in ("op", "sub_host", "op_host")),
-                 "(geometric mean)"])
+    rows.append(
+        [
+            "geo",
+            *(format_time(geomean(columns[n])) for n in ("sub", "graph")),
+            f"{geomean(columns['graph']) / geomean(columns['sub']):.3f}",
+            *(format_time(geomean(columns[n])) for n in ("op", "sub_host", "op_host")),
+            "(geometric mean)",
+        ]
+    )
     print(table(["case", "submission.py", "op, captured", "captured / sub", "op, plain", "sub, with host", "op, with host", "spec"], rows))
-    print("submission.py, op captured, op plain: GPU time per call, after the leaderboard's flush (host hidden); "
-          "with host: the same calls timed after a synchronize")
+    print(
+        "submission.py, op captured, op plain: GPU time per call, after the leaderboard's flush (host hidden); "
+        "with host: the same calls timed after a synchronize"
+    )
     return 0
 
 

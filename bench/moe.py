@@ -10,6 +10,7 @@ its plan's CUDA graph.
 
     python bench/moe.py
 """
+
 import argparse
 import statistics
 import sys
@@ -64,7 +65,7 @@ def masked_call(a, sfa, b, sfb, masked_m):
 
 def list_call(a, sfa, b, sfb, counts):
     used = [e for e, m in enumerate(counts) if m]
-    a_l = [a[e, :counts[e]] for e in used]
+    a_l = [a[e, : counts[e]] for e in used]
     sfa_l = [nvfp4.reordered_from_blocked(sfa[e], counts[e]) for e in used]
     b_l, sfb_l = [b[e] for e in used], [nvfp4.reordered_from_blocked(sfb[e], b.shape[1]) for e in used]
     out = [torch.empty(counts[e], b.shape[1], dtype=torch.float16, device="cuda") for e in used]
@@ -80,11 +81,15 @@ def row(name: str, counts: list[int], n: int, k: int, max_m: int) -> tuple:
 
 def device_operands(experts: int, max_m: int, n: int, k: int):
     """Random bytes made on the GPU (timing only: any FP4 codes, scales of 1 and 2)."""
+
     def fp4(*shape):
         return torch.randint(256, shape, dtype=torch.uint8, device="cuda").view(torch.float4_e2m1fn_x2)
 
     def scales(rows):
-        return torch.randint(0x38, 0x40, (experts, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+        return torch.randint(0x38, 0x40, (experts, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, device="cuda").view(
+            torch.float8_e4m3fn
+        )
+
     return fp4(experts, max_m, k // 2), scales(max_m), fp4(experts, n, k // 2), scales(n)
 
 
@@ -107,22 +112,28 @@ def main() -> None:
     print(f"geomean masked / list: {statistics.geometric_mean(ratios):.3f}, worst {max(ratios):.3f}")
 
     print("\nwhat empty experts cost (masked form, N=7168, K=2048, max_m=64):")
-    for label, counts in (("64 experts, all empty", [0] * 64), ("32 experts of 8 rows", [8] * 32),
-                          ("the same 32 among 64 (32 empty)", [8, 0] * 32), ("the same 32 among 256 (224 empty)", ([8] + [0] * 7) * 32)):
+    for label, counts in (
+        ("64 experts, all empty", [0] * 64),
+        ("32 experts of 8 rows", [8] * 32),
+        ("the same 32 among 64 (32 empty)", [8, 0] * 32),
+        ("the same 32 among 256 (224 empty)", ([8] + [0] * 7) * 32),
+    ):
         masked_m = torch.tensor(counts, dtype=torch.int32, device="cuda")
         print(f"  {label:36} {gpu_time_us(masked_call(*device_operands(len(counts), 64, 7168, 2048), masked_m)):8.2f} us")
 
     print("\nhost time per call (median of 200 calls issued while the GPU is busy; the GPU's part is above):")
     counts = torch.randint(0, 17, (64,), generator=g).tolist()
     a, sfa, b, sfb = device_operands(64, 64, 7168, 2048)
-    for label, fn in (("masked, 64 experts", masked_call(a, sfa, b, sfb, torch.tensor(counts, dtype=torch.int32, device="cuda"))),
-                      ("list, the same experts", list_call(a, sfa, b, sfb, counts)),
-                      ("quantize [64, 64, 2048]", lambda x=torch.randn(64, 64, 2048, device="cuda").half(): nvfp4.quantize(x))):
+    for label, fn in (
+        ("masked, 64 experts", masked_call(a, sfa, b, sfb, torch.tensor(counts, dtype=torch.int32, device="cuda"))),
+        ("list, the same experts", list_call(a, sfa, b, sfb, counts)),
+        ("quantize [64, 64, 2048]", lambda x=torch.randn(64, 64, 2048, device="cuda").half(): nvfp4.quantize(x)),
+    ):
         print(f"  {label:36} {host_us(fn):8.2f} us")
 
     print("\nnvfp4.quantize on [16384, 7168]:")
     big = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
-    copy_us = gpu_time_us(lambda: big[: 1 << 30].copy_(big[1 << 30:]), 10)
+    copy_us = gpu_time_us(lambda: big[: 1 << 30].copy_(big[1 << 30 :]), 10)
     dram = 2 * (1 << 30) / copy_us / 1e6
     print(f"  DRAM, a 1 GiB device copy: {dram:.2f} TB/s")
     for dtype in (torch.float16, torch.bfloat16):

@@ -9,6 +9,7 @@ alone, at its best), and submission.custom_kernel; plus two floors from ceilings
 in the same run: bytes over device-to-device copy bandwidth, FLOP over an 8192^3 bf16 matmul.
 Writes peers.md and peers.png to --out.
 """
+
 import argparse
 import sys
 import time
@@ -19,9 +20,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import submission  # noqa: E402
 from harness.floors import case_bytes, case_flop, geomean  # noqa: E402
-from reference import dequantize, generate_input  # noqa: E402
 from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, leaderboard_flush, time_calls  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
+from reference import dequantize, generate_input  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,7 +48,7 @@ def measure_ceilings() -> tuple[float, float]:
 
     bandwidth = rate(lambda: dst.copy_(src), 2 * src.numel())
     flops = rate(lambda: x @ y, 2 * 8192**3)
-    del src, dst, x, y
+    src = dst = x = y = None  # the buffers' memory back to the cache before it is emptied
     torch.cuda.empty_cache()
     return bandwidth, flops
 
@@ -115,7 +116,9 @@ def contender_stats(fn, prepare, args, sets: int = NUM_ITERATIONS_PER_BENCHMARK,
 # A repeat over this many times the best one: the GPU stalled inside it, once in a few runs, for
 # milliseconds (docs/perf-log/log.md section 30); the mean it is in reads high.
 STALLED_REPEAT = 3.0
-STALL_NOTE = "!: a repeat behind this mean ran over 3x the best one (a GPU stall in the run, docs/perf-log/log.md section 30): the mean reads high"
+STALL_NOTE = (
+    "!: a repeat behind this mean ran over 3x the best one (a GPU stall in the run, docs/perf-log/log.md section 30): the mean reads high"
+)
 
 
 def stalled(stats: Stats | str) -> bool:

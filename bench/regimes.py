@@ -12,6 +12,7 @@ Each contender is timed as the leaderboard times (GPU time behind its flush, bat
 sets): submission.custom_kernel, and cuBLAS's grouped bf16 GEMM on operands dequantized beforehand
 (bench/peers.py's contender (c)). Prints one table, with the geometric mean of each regime.
 """
+
 import argparse
 import math
 import sys
@@ -21,12 +22,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import STALL_NOTE, contender_stats, cublas_only, mean_us, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
+
 import submission  # noqa: E402
 from harness import floors  # noqa: E402
 from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
 from harness.runners import Stats  # noqa: E402
-from peers import STALL_NOTE, contender_stats, cublas_only, mean_us, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
+from harness.spec import read_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,13 +66,23 @@ def regime_cases() -> list[tuple[str, str, dict]]:
     cases = []
     for experts, fewest, most, n, k in FEW_ROWS:
         m = torch.randint(fewest, most + 1, (experts,), generator=g).tolist()
-        cases.append(("few rows", f"E={experts}, {fewest}-{most} rows, N={n}, K={k}", dict(m=m, n=[n] * experts, k=[k] * experts,
-                                                                                         g=experts, seed=1000 + len(cases))))
+        cases.append(
+            (
+                "few rows",
+                f"E={experts}, {fewest}-{most} rows, N={n}, K={k}",
+                dict(m=m, n=[n] * experts, k=[k] * experts, g=experts, seed=1000 + len(cases)),
+            )
+        )
     for i, case in enumerate(read_cases(str(ROOT / "task.yml"), "benchmarks", None)):
         cases.append(("benchmark", f"case {i}", dict(case.args)))
     groups, rows, n, k = MANY_ROWS
-    cases.append(("many rows", f"G={groups}, {rows} rows each, N={n}, K={k}", dict(m=[rows] * groups, n=[n] * groups, k=[k] * groups,
-                                                                                g=groups, seed=2000)))
+    cases.append(
+        (
+            "many rows",
+            f"G={groups}, {rows} rows each, N={n}, K={k}",
+            dict(m=[rows] * groups, n=[n] * groups, k=[k] * groups, g=groups, seed=2000),
+        )
+    )
     return cases
 
 
@@ -109,14 +121,18 @@ def main() -> None:
         stalls |= stalled(stats["ours"])
         times = {name: mean_us(s) for name, s in stats.items()}
         rows.append((regime, label, floor, times["ours"], times["cuBLAS"], case_flop(case["m"], case["n"], case["k"])))
-        print(f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}{spread(stats['ours'])}  cuBLAS {fmt(times['cuBLAS'])}",
-              flush=True)
+        print(
+            f"{regime:9} {label:36} floor {floor:8.2f} us  ours {fmt(times['ours'])}{spread(stats['ours'])}  cuBLAS {fmt(times['cuBLAS'])}",
+            flush=True,
+        )
     ratio = lambda a, b: f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else "n/a"  # noqa: E731
     print("\n| regime | case | floor us | ours us | x floor | cuBLAS us | cuBLAS / ours | ours TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")
     for regime, label, floor, ours, cublas, flop in rows:
         tflops = f"{flop / ours / 1e6:.0f}" if isinstance(ours, float) else "n/a"
-        print(f"| {regime} | {label} | {floor:.2f} | {fmt(ours)} | {ratio(ours, floor)} | {fmt(cublas)} | {ratio(cublas, ours)} | {tflops} |")
+        print(
+            f"| {regime} | {label} | {floor:.2f} | {fmt(ours)} | {ratio(ours, floor)} | {fmt(cublas)} | {ratio(cublas, ours)} | {tflops} |"
+        )
     for regime in regimes:
         ours = [r[3] for r in rows if r[0] == regime]
         if all(isinstance(t, float) for t in ours):

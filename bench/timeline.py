@@ -12,6 +12,7 @@ Between the median and the latest is what the slowest CTAs cost; the first stage
 the consumers wait for (docs/perf-log/log.md section 29). A call of several launches keeps, per CTA index,
 its last launch's marks.
 """
+
 import argparse
 import ctypes
 import statistics
@@ -62,10 +63,11 @@ def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         sys.exit("bench/timeline.py builds and runs the sm_90a kernels: it needs an sm_90 GPU")
 
-    import nvfp4
     from check_cuda import ptxas_problems
-    from harness.runners import leaderboard_flush
     from nvcc_build import build, revision_sources
+
+    import nvfp4
+    from harness.runners import leaderboard_flush
     from nvfp4 import dispatch
     from nvfp4.build import bind_library
     from nvfp4.kernel_path import KernelPath
@@ -78,7 +80,7 @@ def main() -> None:
     if not hasattr(raw, "nvfp4_read_timeline"):
         sys.exit(f"{args.revision}'s csrc/ has no timeline marks (csrc/timeline.cuh)")
     device = torch.device("cuda", torch.cuda.current_device())
-    dispatch._paths[device] = KernelPath(bind_library(raw), device)
+    dispatch.use_path(device, KernelPath(bind_library(raw), device)).__enter__()  # for the rest of the process
     flush = leaderboard_flush()
     marks = np.zeros((TIMELINE_CTAS, len(MARKS)), dtype=np.uint64)
     print(f"{library.name}: us from the first CTA's entry, median / latest over the CTAs (median of {args.repeats} calls)")

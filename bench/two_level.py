@@ -14,6 +14,7 @@ gpu_time_us): GPU time, as the leaderboard counts it.
 
     python bench/two_level.py [--repeats 30] [--part cost|layer]
 """
+
 import argparse
 import statistics
 import sys
@@ -23,8 +24,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import nvfp4  # noqa: E402
 from moe import BENCHMARK, device_operands, list_call  # noqa: E402
+
+import nvfp4  # noqa: E402
 from nvfp4.fused_moe import Routing, activate, quantize_routed  # noqa: E402
 
 VARIANTS = ("fp16", "fp16 + alpha", "bf16 + alpha")
@@ -52,13 +54,19 @@ def list_variants(m: tuple, n: int, k: int) -> dict:
     counts = list(m)
     a, sfa, b, sfb = device_operands(len(counts), max(counts), n, k)
     used = range(len(counts))
-    lists = ([a[e, :counts[e]] for e in used], [b[e] for e in used], [nvfp4.reordered_from_blocked(sfa[e], counts[e]) for e in used],
-             [nvfp4.reordered_from_blocked(sfb[e], n) for e in used])
+    lists = (
+        [a[e, : counts[e]] for e in used],
+        [b[e] for e in used],
+        [nvfp4.reordered_from_blocked(sfa[e], counts[e]) for e in used],
+        [nvfp4.reordered_from_blocked(sfb[e], n) for e in used],
+    )
     alpha = torch.rand(len(counts), device="cuda") + 0.5
     outs = {dtype: [torch.empty(c, n, dtype=dtype, device="cuda") for c in counts] for dtype in (torch.float16, torch.bfloat16)}
-    return {"fp16": list_call(a, sfa, b, sfb, counts),
-            "fp16 + alpha": lambda: nvfp4.grouped_gemm(*lists, out=outs[torch.float16], alpha=alpha),
-            "bf16 + alpha": lambda: nvfp4.grouped_gemm(*lists, out=outs[torch.bfloat16], alpha=alpha)}
+    return {
+        "fp16": list_call(a, sfa, b, sfb, counts),
+        "fp16 + alpha": lambda: nvfp4.grouped_gemm(*lists, out=outs[torch.float16], alpha=alpha),
+        "bf16 + alpha": lambda: nvfp4.grouped_gemm(*lists, out=outs[torch.bfloat16], alpha=alpha),
+    }
 
 
 def masked_variants(counts: list, n: int, k: int, max_m: int) -> dict:
@@ -66,9 +74,11 @@ def masked_variants(counts: list, n: int, k: int, max_m: int) -> dict:
     masked_m = torch.tensor(counts, dtype=torch.int32, device="cuda")
     alpha = torch.rand(len(counts), device="cuda") + 0.5
     outs = {dtype: torch.empty(len(counts), max_m, n, dtype=dtype, device="cuda") for dtype in (torch.float16, torch.bfloat16)}
-    return {"fp16": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.float16]),
-            "fp16 + alpha": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.float16], alpha=alpha),
-            "bf16 + alpha": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.bfloat16], alpha=alpha)}
+    return {
+        "fp16": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.float16]),
+        "fp16 + alpha": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.float16], alpha=alpha),
+        "bf16 + alpha": lambda: nvfp4.grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=outs[torch.bfloat16], alpha=alpha),
+    }
 
 
 def cost_table(repeats: int) -> None:
@@ -87,13 +97,20 @@ def cost_table(repeats: int) -> None:
         t = timed_in_turn(calls, repeats)
         for v in VARIANTS[1:]:
             ratios[v].append(t[v] / t["fp16"])
-        print(f"{name:38} " + " ".join(f"{t[v]:14.2f}" for v in VARIANTS) + f" {t[VARIANTS[1]] / t['fp16']:7.3f} {t[VARIANTS[2]] / t['fp16']:7.3f}")
-    print("geomean against fp16 without alpha: " + ", ".join(f"{v} {statistics.geometric_mean(r):.3f} (worst {max(r):.3f})"
-                                                           for v, r in ratios.items()))
+        print(
+            f"{name:38} "
+            + " ".join(f"{t[v]:14.2f}" for v in VARIANTS)
+            + f" {t[VARIANTS[1]] / t['fp16']:7.3f} {t[VARIANTS[2]] / t['fp16']:7.3f}"
+        )
+    print(
+        "geomean against fp16 without alpha: "
+        + ", ".join(f"{v} {statistics.geometric_mean(r):.3f} (worst {max(r):.3f})" for v, r in ratios.items())
+    )
 
 
 def timing_experts(experts: int, hidden: int, inter: int) -> nvfp4.Experts:
     """Experts of random codes and scales (timing only), built on the GPU."""
+
     def fp4(*shape):
         return torch.randint(256, shape, dtype=torch.uint8, device="cuda")
 
@@ -101,8 +118,16 @@ def timing_experts(experts: int, hidden: int, inter: int) -> nvfp4.Experts:
         return torch.randint(0x30, 0x38, shape, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
 
     ones = torch.full((experts,), 1e-3, device="cuda")
-    return nvfp4.Experts(fp4(experts, 2 * inter, hidden // 2), scales(experts, 2 * inter, hidden // 16), ones, ones,
-                         fp4(experts, hidden, inter // 2), scales(experts, hidden, inter // 16), ones, ones)
+    return nvfp4.Experts(
+        fp4(experts, 2 * inter, hidden // 2),
+        scales(experts, 2 * inter, hidden // 16),
+        ones,
+        ones,
+        fp4(experts, hidden, inter // 2),
+        scales(experts, hidden, inter // 16),
+        ones,
+        ones,
+    )
 
 
 def captured(fn):
@@ -126,14 +151,19 @@ def layer_parts(x, weights, ids, ex: nvfp4.Experts) -> dict:
     down = x.new_zeros((routing.rows, ex.hidden))
     return {
         "routing": lambda: Routing(ids, ex.num_experts),
-        "quantize 1 (gathers x)": lambda: quantize_routed(x, routing.token, routing.offsets, routing.sf_offsets, ex.w13_input_scale,
-                                                          routing.sf_rows),
-        "GEMM 1 (w13)": lambda: nvfp4.grouped_gemm_offsets(q1, sf1, ex.w13, ex.w13_scale, routing.offsets, routing.sf_offsets,
-                                                           out=gate_up, alpha=ex.w13_alpha),
+        "quantize 1 (gathers x)": lambda: quantize_routed(
+            x, routing.token, routing.offsets, routing.sf_offsets, ex.w13_input_scale, routing.sf_rows
+        ),
+        "GEMM 1 (w13)": lambda: nvfp4.grouped_gemm_offsets(
+            q1, sf1, ex.w13, ex.w13_scale, routing.offsets, routing.sf_offsets, out=gate_up, alpha=ex.w13_alpha
+        ),
         "activation": lambda: activate(gate_up, "silu"),
-        "quantize 2": lambda: quantize_routed(act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows),
-        "GEMM 2 (w2)": lambda: nvfp4.grouped_gemm_offsets(q2, sf2, ex.w2, ex.w2_scale, routing.offsets, routing.sf_offsets, out=down,
-                                                          alpha=ex.w2_alpha),
+        "quantize 2": lambda: quantize_routed(
+            act, routing.in_order, routing.offsets, routing.sf_offsets, ex.w2_input_scale, routing.sf_rows
+        ),
+        "GEMM 2 (w2)": lambda: nvfp4.grouped_gemm_offsets(
+            q2, sf2, ex.w2, ex.w2_scale, routing.offsets, routing.sf_offsets, out=down, alpha=ex.w2_alpha
+        ),
         "combine": lambda: routing.combine(down, weights),
     }
 
@@ -155,8 +185,10 @@ def layer_table(repeats: int) -> None:
             t = timed_in_turn(calls, repeats)
             parts = sum(v for name, v in t.items() if name != "layer")
             detail = ", ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "layer")
-            print(f"  {kind:8} E{experts:<4} T{tokens:<5} layer {t['layer']:9.1f} us, parts {parts:9.1f} us ({t['layer'] / parts:.2f}x): {detail}")
-        del ex
+            print(
+                f"  {kind:8} E{experts:<4} T{tokens:<5} layer {t['layer']:9.1f} us, parts {parts:9.1f} us ({t['layer'] / parts:.2f}x): {detail}"
+            )
+        ex = None  # this expert set's weights back to the cache before it is emptied
         torch.cuda.empty_cache()
 
 

@@ -7,5 +7,5 @@
 #if NVFP4_ARCH == 90
 #include "sm90/arch.cuh"
 #elif NVFP4_ARCH == 100
-#include "sm100/kernel.cuh"
+#include "sm100/arch.cuh"
 #endif

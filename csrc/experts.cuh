@@ -18,8 +18,8 @@ namespace nvfp4 {
 // and so on (a snake, which on tiles sorted by cost balances the CTAs about as well as the host's
 // LPT), and finds the expert of a tile by a binary search in the running counts. An expert without
 // rows has no tiles.
-constexpr int kMaxExperts = 1024;   // one schedule thread each
-constexpr int kABoxClasses = 32;    // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
+constexpr int kMaxExperts = 1024;  // one schedule thread each
+constexpr int kABoxClasses = 32;   // sm_90a: A is loaded in boxes of 8 (c + 1) rows, the tile's rows rounded up to 8
 
 struct ExpertArgs {
   const int* masked_m;    // masked form: [E] rows of each expert; null in the offset form
@@ -33,10 +33,10 @@ struct ExpertArgs {
   __half* a_half;         // sm_90a: the prepass's fp16 rows [total_rows][K]
   int* table;             // the schedule: 6 arrays of E ints (ExpertTable)
   int experts, total_rows, rows_per_expert, sf_rows, n, k;
-  int units;              // the GEMM's CTAs (each walks every units-th tile)
-  int max_chunk_rows;     // the most A rows of a tile
-  int b_tile_rows;        // B rows of a tile (the tile shape's; 128 or 256)
-  int narrow;             // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
+  int units;           // the GEMM's CTAs (each walks every units-th tile)
+  int max_chunk_rows;  // the most A rows of a tile
+  int b_tile_rows;     // B rows of a tile (the tile shape's; 128 or 256)
+  int narrow;          // 1: tiles may have any multiple of 8 rows up to max_chunk_rows (sm_90a)
 };
 
 // The schedule in the workspace, written by build_schedule, read by the GEMM: per position in the
@@ -44,8 +44,12 @@ struct ExpertArgs {
 struct ExpertTable {
   int *tile_end, *chunk_rows, *rows, *first_row, *first_sf_row, *expert;
   __host__ __device__ explicit ExpertTable(const ExpertArgs& a)
-      : tile_end(a.table), chunk_rows(a.table + a.experts), rows(a.table + 2 * a.experts), first_row(a.table + 3 * a.experts),
-        first_sf_row(a.table + 4 * a.experts), expert(a.table + 5 * a.experts) {}
+      : tile_end(a.table),
+        chunk_rows(a.table + a.experts),
+        rows(a.table + 2 * a.experts),
+        first_row(a.table + 3 * a.experts),
+        first_sf_row(a.table + 4 * a.experts),
+        expert(a.table + 5 * a.experts) {}
 };
 __host__ __device__ inline int64_t expert_table_bytes(int experts) { return (int64_t(6) * experts * 4 + 255) / 256 * 256; }
 // Tiles of an expert's rows along N (the tile shape's B rows each).
@@ -204,7 +208,8 @@ struct ListTiles {
   static constexpr bool kReadsEarlierGrids = false;  // the schedule is in the kernel's parameters
   const LaunchArgs& args;
   int first, last;
-  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/) : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
+  __device__ ListTiles(const LaunchArgs& a, int unit, int /*units*/)
+      : args(a), first(a.cta_first_tile[unit]), last(a.cta_first_tile[unit + 1]) {}
   __device__ int count() const { return last - first; }
   __device__ TileJob job(int i) const {
     const Tile t = unpack_tile(args.tiles[first + i]);
@@ -245,8 +250,10 @@ struct ExpertTiles {
     int lo = 0, hi = a.experts - 1;  // the first position whose tiles end after t
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (table.tile_end[mid] > t) hi = mid;
-      else lo = mid + 1;
+      if (table.tile_end[mid] > t)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     const int p = lo, e = table.expert[p], nb = n_tiles_of(a);
     const int local = t - (p ? table.tile_end[p - 1] : 0), chunk = table.chunk_rows[p], rows = table.rows[p];
@@ -259,12 +266,25 @@ struct ExpertTiles {
     g.m = rows, g.n = a.n, g.k = a.k;
     g.m_chunk_rows = chunk;
     g.a_box_rows = a.narrow ? 8 * (box_class + 1) : chunk;
-    return TileJob{g, output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)), &args.tmap_a[box_class], &args.tmap_b, first,
-                   e * a.n, m_chunk, local % nb};
+    return TileJob{g,
+                   output_of_group(a.out, int64_t(e) * (a.out.alpha_stride ? a.n : 1)),
+                   &args.tmap_a[box_class],
+                   &args.tmap_b,
+                   first,
+                   e * a.n,
+                   m_chunk,
+                   local % nb};
   }
 };
 
-template <class Args> struct TilesOf;
-template <> struct TilesOf<LaunchArgs> { using type = ListTiles; };
-template <> struct TilesOf<ExpertLaunchArgs> { using type = ExpertTiles; };
+template <class Args>
+struct TilesOf;
+template <>
+struct TilesOf<LaunchArgs> {
+  using type = ListTiles;
+};
+template <>
+struct TilesOf<ExpertLaunchArgs> {
+  using type = ExpertTiles;
+};
 }  // namespace nvfp4

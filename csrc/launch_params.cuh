@@ -20,13 +20,13 @@ struct OutputArgs {
 };
 
 struct GroupArgs {
-  const uint8_t* sfa;   // reordered scales: [ceil(M/128)][K/64][512-byte atom]
+  const uint8_t* sfa;  // reordered scales: [ceil(M/128)][K/64][512-byte atom]
   const uint8_t* sfb;
-  __half* c;            // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
+  __half* c;  // [M][N] row-major, fp16 or bf16 (OutputArgs::bf16): 16 bits an element either way
   int m, n, k;
-  int m_chunk_rows;     // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
-  int a_box_rows;       // rows one TMA load of A brings (a pair's CTA: half the tile's)
-  int alpha_index;      // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
+  int m_chunk_rows;  // A rows per tile: sm_90a 256, fewer when the problem has too few tiles for the GPU; sm_100a its tile shape's
+  int a_box_rows;    // rows one TMA load of A brings (a pair's CTA: half the tile's)
+  int alpha_index;   // the group's first value in its launch's OutputArgs::alpha (in the padding of the pointers above)
 };
 static_assert(sizeof(GroupArgs) == 48, "a launch's 64 groups fit the kernel parameters only at 48 bytes each");
 
@@ -34,17 +34,17 @@ struct LaunchArgs {
   CUtensorMap tmap_a[kMaxGroupsPerLaunch];  // packed FP4 A: [M rows][K/2 bytes]
   CUtensorMap tmap_b[kMaxGroupsPerLaunch];  // packed FP4 B: [N rows][K/2 bytes]
   GroupArgs groups[kMaxGroupsPerLaunch];
-  uint32_t tiles[kMaxTilesPerLaunch];       // packed tiles, grouped by CTA
-  uint16_t cta_first_tile[kMaxCtas + 1];    // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
-  OutputArgs out;                           // alpha over the call's groups (GroupArgs::alpha_index), C's type
+  uint32_t tiles[kMaxTilesPerLaunch];     // packed tiles, grouped by CTA
+  uint16_t cta_first_tile[kMaxCtas + 1];  // CTA (sm_100a pair) b runs tiles [cta_first_tile[b], cta_first_tile[b + 1])
+  OutputArgs out;                         // alpha over the call's groups (GroupArgs::alpha_index), C's type
 };
 static_assert(sizeof(LaunchArgs) <= kMaxKernelParamBytes, "launch arguments exceed the kernel parameter limit");
 
 // The sm_90a prepass's arguments (A -> fp16 rows in a workspace); one per GEMM launch.
 struct PrepassGroup {
-  const uint8_t* a;     // packed FP4 [M][K/2]
-  const uint8_t* sfa;   // reordered scales
-  __half* a_half;       // workspace rows [M][K]
+  const uint8_t* a;    // packed FP4 [M][K/2]
+  const uint8_t* sfa;  // reordered scales
+  __half* a_half;      // workspace rows [M][K]
   int m, k;
 };
 struct PrepassArgs {
@@ -72,11 +72,13 @@ __device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
 
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                   CUtensorMapFloatOOBfill);
 
 // A tile: one group, one chunk of its M rows (A side), one block of its N rows (B side).
-struct Tile { int group, m_chunk, n_block; };
+struct Tile {
+  int group, m_chunk, n_block;
+};
 __host__ __device__ inline uint32_t pack_tile(int group, int m_chunk, int n_block) {
   return uint32_t(group) | uint32_t(m_chunk) << 7 | uint32_t(n_block) << 16;
 }

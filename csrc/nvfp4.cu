@@ -16,9 +16,14 @@ static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed,
   std::vector<nvfp4::host::GroupShape> groups(size_t(std::max(num_groups, 0)));
   for (int g = 0; g < num_groups; ++g) {
     const int64_t* p = packed + 8 * g;
-    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]), reinterpret_cast<const void*>(p[1]),
-                                                reinterpret_cast<const void*>(p[3]), reinterpret_cast<const void*>(p[4]),
-                                                reinterpret_cast<void*>(p[2]), int(p[5]), int(p[6]), int(p[7])};
+    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]),
+                                                reinterpret_cast<const void*>(p[1]),
+                                                reinterpret_cast<const void*>(p[3]),
+                                                reinterpret_cast<const void*>(p[4]),
+                                                reinterpret_cast<void*>(p[2]),
+                                                int(p[5]),
+                                                int(p[6]),
+                                                int(p[7])};
   }
   return groups;
 }
@@ -39,7 +44,8 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
                       int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
-  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes) return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
+  if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes)
+    return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
   std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
@@ -96,9 +102,10 @@ void nvfp4_plan_destroy(void* plan) {
 // stride along C's columns (0: one value per expert, 1: [E][N]) and 1 for bf16 C (0: fp16).
 static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
   auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
-  return nvfp4::host::ExpertProblem{ptr(0), ptr(1), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), ptr(2),
-                                    int(d[8]), int(d[9]), int(d[10]), int(d[11]), int(d[12]), int(d[13]),
-                                    nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
+  return nvfp4::host::ExpertProblem{
+      ptr(0),     ptr(1),     ptr(3),     ptr(4),     ptr(5),
+      ptr(6),     ptr(7),     ptr(2),     int(d[8]),  int(d[9]),
+      int(d[10]), int(d[11]), int(d[12]), int(d[13]), nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
 }
 int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
 // workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
@@ -113,9 +120,21 @@ int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void
 int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
   auto ints = [&](int i) { return reinterpret_cast<const int*>(desc[i]); };
-  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]), reinterpret_cast<uint8_t*>(desc[1]), reinterpret_cast<uint8_t*>(desc[2]),
-                              ints(3), int(desc[4]), int(desc[5]), int(desc[6]), int(desc[7]),
-                              reinterpret_cast<const float*>(desc[8]), int(desc[9]), int(desc[10]), ints(11), ints(12), ints(13), int(desc[14])};
+  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]),
+                              reinterpret_cast<uint8_t*>(desc[1]),
+                              reinterpret_cast<uint8_t*>(desc[2]),
+                              ints(3),
+                              int(desc[4]),
+                              int(desc[5]),
+                              int(desc[6]),
+                              int(desc[7]),
+                              reinterpret_cast<const float*>(desc[8]),
+                              int(desc[9]),
+                              int(desc[10]),
+                              ints(11),
+                              ints(12),
+                              ints(13),
+                              int(desc[14])};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 
@@ -139,8 +158,8 @@ int nvfp4_emulation_configure(uint64_t seed, uint32_t max_delay_ns) {
 int nvfp4_plan_launch_count(void* plan) { return int(static_cast<nvfp4::host::Plan*>(plan)->launches.size()); }
 // grid (CTAs), persistent flag, fixed wgmma N / 8 (0: chosen per tile), tile shape, number of
 // tiles; tiles and cta_first_tile (per CTA, or per pair) copied out (up to the given capacities).
-int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles,
-                           uint32_t* tiles, uint16_t* cta_first) {
+int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, int* fixed_n8, int* shape, int* num_tiles, uint32_t* tiles,
+                           uint16_t* cta_first) {
   const auto* p = static_cast<nvfp4::host::Plan*>(plan);
   const nvfp4::LaunchArgs& a = p->launches[size_t(launch)];
   *grid = p->grids[size_t(launch)];
@@ -157,8 +176,14 @@ int nvfp4_plan_launch_info(void* plan, int launch, int* grid, int* persistent, i
 int nvfp4_plan_group(void* plan, int launch, int g, int64_t* out, uint8_t* tmap_a, uint8_t* tmap_b) {
   const nvfp4::LaunchArgs& a = static_cast<nvfp4::host::Plan*>(plan)->launches[size_t(launch)];
   const nvfp4::GroupArgs& ga = a.groups[g];
-  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)), int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
-                             int64_t(reinterpret_cast<uintptr_t>(ga.c)), ga.m, ga.n, ga.k, ga.m_chunk_rows, ga.a_box_rows};
+  const int64_t values[8] = {int64_t(reinterpret_cast<uintptr_t>(ga.sfa)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.sfb)),
+                             int64_t(reinterpret_cast<uintptr_t>(ga.c)),
+                             ga.m,
+                             ga.n,
+                             ga.k,
+                             ga.m_chunk_rows,
+                             ga.a_box_rows};
   std::memcpy(out, values, sizeof values);
   std::memcpy(tmap_a, &a.tmap_a[g], sizeof(CUtensorMap));
   std::memcpy(tmap_b, &a.tmap_b[g], sizeof(CUtensorMap));
@@ -258,7 +283,9 @@ struct HostPairs {
     if (op == kMax) return isnan(a) || isnan(b) ? 0x7FFFu : a >= b ? x : y;
     return (op == kGe ? a >= b : a > b) ? 0xFFFFu : 0u;
   }
-  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) { return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16; }
+  static __host__ __device__ uint32_t each(Op op, uint32_t a, uint32_t b) {
+    return half(op, a & 0xFFFFu, b & 0xFFFFu) | half(op, a >> 16, b >> 16) << 16;
+  }
   static __host__ __device__ uint32_t max_nan(uint32_t a, uint32_t b) { return each(kMax, a, b); }
   static __host__ __device__ uint32_t ge(uint32_t a, uint32_t b) { return each(kGe, a, b); }
   static __host__ __device__ uint32_t gt(uint32_t a, uint32_t b) { return each(kGt, a, b); }
@@ -276,13 +303,15 @@ extern "C" {
 // The quantization kernel's arithmetic (quantize_block) on the host: `blocks` blocks of 16 fp16
 // (bf16: 1) elements to 8 code bytes and a scale byte each; global_scale: null (the one-level
 // recipe) or one global scale per block.
-void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes, uint8_t* scales) {
+void nvfp4_quantize_blocks_on_host(const uint16_t* x, int64_t blocks, int bf16, const float* global_scale, uint8_t* codes,
+                                   uint8_t* scales) {
   using nvfp4::HostPairs, nvfp4::quantize_block;
   for (int64_t b = 0; b < blocks; ++b) {
     uint32_t w[8];
     std::memcpy(w, x + 16 * b, sizeof w);
-    const nvfp4::QuantizedBlock q = global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
-                                                 : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
+    const nvfp4::QuantizedBlock q =
+        global_scale ? (bf16 ? quantize_block<HostPairs<true>>(w, global_scale[b]) : quantize_block<HostPairs<false>>(w, global_scale[b]))
+                     : (bf16 ? quantize_block<HostPairs<true>>(w) : quantize_block<HostPairs<false>>(w));
     std::memcpy(codes + 8 * b, q.codes, 8);
     scales[b] = q.scale;
   }

@@ -29,18 +29,21 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   if (kClusterAcquire)
     asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   else
     asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   return done != 0;
 }
 // Waits for the phase of the given parity. The sm_90a consumers wait in this bare loop: a time-out
 // check in it, even one clock read per 1024 polls, made the GEMM 2-4% slower on the H200
 // (docs/perf-log/log.md). Their producer stands guard for them (produce()).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  while (!mbar_try_wait(bar, parity)) {
-  }
+  while (!mbar_try_wait(bar, parity)) {}
 }
 // The same, trapping after about 10 s, so a protocol bug surfaces as an error on the host instead of
 // a hung GPU. The tcgen05 emulation waits up to 100x longer: its MMA runs on one thread, and under
@@ -50,8 +53,10 @@ template <bool kClusterAcquire = false>
 __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity) {
   long long start = 0;
   while (!mbar_try_wait<kClusterAcquire>(bar, parity)) {
-    if (start == 0) start = clock64();
-    else if (clock64() - start > kWaitTrapCycles) __trap();
+    if (start == 0)
+      start = clock64();
+    else if (clock64() - start > kWaitTrapCycles)
+      __trap();
   }
 }
 // This CTA's rank in its cluster.
@@ -88,12 +93,15 @@ __device__ __forceinline__ uint64_t l2_evict_last() {
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar, uint64_t policy) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy)
+      : "memory");
 }
 // 1-D bulk copy global -> shared (size and addresses multiples of 16), completing on an mbarrier.
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+               : "memory");
 }
 __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
   asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");

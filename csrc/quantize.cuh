@@ -22,7 +22,7 @@ struct QuantizeArgs {
   uint8_t* sf;
   const int* masked_m;  // optional [batch]: only rows below masked_m[b] (clamped to [0, rows]) are written
   int batch, rows, k, bf16;
-  const float* global_scale;                // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
+  const float* global_scale;  // optional: G of (batch entry b, row r) at b * batch_stride + r * row_stride
   int global_scale_batch_stride, global_scale_row_stride;
   // The routed form (nvfp4.fused_moe; batch 1, with a global scale): output row r quantizes x row
   // source_row[r], with the global scale of its expert e (offsets[e] <= r < offsets[e + 1]), its
@@ -40,8 +40,10 @@ __device__ __forceinline__ int expert_of_row(const int* offsets, int experts, in
   int lo = 0, hi = experts - 1;  // the last expert whose first row is at or before r
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (offsets[mid] <= r) lo = mid;
-    else hi = mid - 1;
+    if (offsets[mid] <= r)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -56,19 +58,58 @@ static_assert(kQuantizeBlocksPerThread == 2, "quantize_nvfp4 loads, packs and st
 
 // Two elements at a time, as the halves of a 32-bit word: fp16x2 or bf16x2 instructions (sm_90+).
 // The host tests give quantize_block the same operations emulated (nvfp4_quantize_blocks_on_host).
-template <bool kBf16> struct Pairs;
-template <> struct Pairs<false> {
-  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
-  static __device__ float low(uint32_t w) { float f; asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w)); return f; }
+template <bool kBf16>
+struct Pairs;
+template <>
+struct Pairs<false> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t both(float x) {
+    uint32_t d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x));
+    return d;
+  }
+  static __device__ float low(uint32_t w) {
+    float f;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}" : "=f"(f) : "r"(w));
+    return f;
+  }
 };
-template <> struct Pairs<true> {
-  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) { uint32_t d; asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t ge(uint32_t a, uint32_t b) { uint32_t d; asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t gt(uint32_t a, uint32_t b) { uint32_t d; asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-  static __device__ uint32_t both(float x) { uint32_t d; asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x)); return d; }
+template <>
+struct Pairs<true> {
+  static __device__ uint32_t max_nan(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t ge(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t gt(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static __device__ uint32_t both(float x) {
+    uint32_t d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(d) : "f"(x));
+    return d;
+  }
   static __device__ float low(uint32_t w) { return __uint_as_float(w << 16); }
 };
 
@@ -124,11 +165,14 @@ __host__ __device__ inline QuantizedBlock pack_block(const uint32_t (&w)[8], Mag
   }
   QuantizedBlock q;
   for (int h = 0; h < 2; ++h)
-    q.codes[h] = byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
+    q.codes[h] =
+        byte_perm(byte_perm(packed[4 * h], packed[4 * h + 1], 0x0040), byte_perm(packed[4 * h + 2], packed[4 * h + 3], 0x0040), 0x5410);
   q.scale = scale;
   return q;
 }
-__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))); }
+__host__ __device__ inline float e4m3_value(__nv_fp8_storage_t byte) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3)));
+}
 
 template <class P>
 __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8]) {
@@ -141,8 +185,8 @@ __host__ __device__ inline QuantizedBlock quantize_block(const uint32_t (&w)[8])
 // The nearest-even E2M1 magnitude code of a non-negative fp32 quotient (NaN: 0), saturated at 6:
 // the count of rounding thresholds it passes (E2m1Bounds' ties).
 __host__ __device__ inline uint32_t e2m1_magnitude(float v) {
-  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) + uint32_t(v >= 3.5f) +
-         uint32_t(v > 5.0f);
+  return uint32_t(v > 0.25f) + uint32_t(v >= 0.75f) + uint32_t(v > 1.25f) + uint32_t(v >= 1.75f) + uint32_t(v > 2.5f) +
+         uint32_t(v >= 3.5f) + uint32_t(v > 5.0f);
 }
 // The two-level recipe (global scale g): the codes from fp32 quotients x / (s * g), which are not
 // exact in 16 bits, so each is divided rather than compared with the scale's bounds.
@@ -195,7 +239,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, kTwoLevel ? kQuantizeCtasPer
     const int b = at.b, r = at.r, j = at.j * kQuantizeBlocksPerThread;
     const int rows = a.masked_m ? min(max(a.masked_m[b], 0), a.rows) : a.rows;
     if (r >= rows && (a.masked_m || a.offsets || r < a.rows)) continue;  // masked out (padding rows of an unmasked call get zero scales)
-    int sf_row = r, expert = b, source = r;  // the row's scale row, the global scale's batch index, x's row
+    int sf_row = r, expert = b, source = r;                              // the row's scale row, the global scale's batch index, x's row
     if (kTwoLevel && a.offsets) {
       expert = expert_of_row(a.offsets, a.experts, r);
       if (expert < 0) continue;

@@ -12,6 +12,7 @@
 3. On a GPU, the layer is captured in a CUDA graph once and replayed with new tokens, each replay
    checked against an eager call on the same tokens.
 """
+
 import argparse
 import sys
 import tempfile
@@ -32,17 +33,33 @@ def write_checkpoint(path: Path, prefix: str, w13: torch.Tensor, w2: torch.Tenso
     inter = w13.shape[1] // 2
     tensors = {}
     for e in range(w13.shape[0]):
-        for proj, weight, input_scale in (("gate_proj", w13[e, :inter], in13), ("up_proj", w13[e, inter:], in13), ("down_proj", w2[e], in2)):
+        for proj, weight, input_scale in (
+            ("gate_proj", w13[e, :inter], in13),
+            ("up_proj", w13[e, inter:], in13),
+            ("down_proj", w2[e], in2),
+        ):
             scale_2 = weight.abs().amax().float().reshape(1) / 2688.0  # ModelOpt's weight_scale_2: amax / (6 * 448)
             codes, scales = quantize_weight(weight, scale_2)
             name = f"{prefix}.{e}.{proj}"
             input_scale = torch.tensor(input_scale, dtype=torch.float32)
             if fmt == "modelopt":
-                tensors.update({f"{name}.weight": codes, f"{name}.weight_scale": scales, f"{name}.weight_scale_2": scale_2.reshape(()),
-                                f"{name}.input_scale": input_scale})
+                tensors.update(
+                    {
+                        f"{name}.weight": codes,
+                        f"{name}.weight_scale": scales,
+                        f"{name}.weight_scale_2": scale_2.reshape(()),
+                        f"{name}.input_scale": input_scale,
+                    }
+                )
             else:  # compressed-tensors: quantization scales, the reciprocals
-                tensors.update({f"{name}.weight_packed": codes, f"{name}.weight_scale": scales,
-                                f"{name}.weight_global_scale": (1.0 / scale_2).reshape(()), f"{name}.input_global_scale": 1.0 / input_scale})
+                tensors.update(
+                    {
+                        f"{name}.weight_packed": codes,
+                        f"{name}.weight_scale": scales,
+                        f"{name}.weight_global_scale": (1.0 / scale_2).reshape(()),
+                        f"{name}.input_global_scale": 1.0 / input_scale,
+                    }
+                )
     save_file({k: v.cpu().contiguous() for k, v in tensors.items()}, str(path))
 
 
@@ -89,7 +106,9 @@ def main() -> None:
     router = (torch.randn(hidden, experts, generator=g) * hidden**-0.5).to(torch.bfloat16).to(device)
     w13 = (torch.randn(experts, 2 * inter, hidden, generator=g) * 0.02).to(torch.bfloat16).to(device)
     w2 = (torch.randn(experts, hidden, inter, generator=g) * 0.02).to(torch.bfloat16).to(device)
-    tokens = lambda: (torch.randn(args.tokens, hidden, generator=g) * (1 + 9 * torch.rand(args.tokens, 1, generator=g))).to(torch.bfloat16).to(device)
+    tokens = lambda: (
+        (torch.randn(args.tokens, hidden, generator=g) * (1 + 9 * torch.rand(args.tokens, 1, generator=g))).to(torch.bfloat16).to(device)
+    )
     x = tokens()
     # Input scales calibrated on these tokens' amax (before w13, and between the GEMMs: SiLU(gate) * up
     # under every expert), with room for the tokens to come.
@@ -105,8 +124,10 @@ def main() -> None:
     print(f"loaded {loaded}; nvfp4 path: {nvfp4.prepare(device)}")
     layer = MoELayer(router, loaded, top_k)
     y = layer.forward(x)
-    print(f"eager, {args.tokens} tokens, top-{top_k}: finite {bool(torch.isfinite(y).all())}, relative error against the "
-          f"unquantized bf16 layer {relative(y, bf16_layer(x, router, w13, w2, top_k)):.3f}")
+    print(
+        f"eager, {args.tokens} tokens, top-{top_k}: finite {bool(torch.isfinite(y).all())}, relative error against the "
+        f"unquantized bf16 layer {relative(y, bf16_layer(x, router, w13, w2, top_k)):.3f}"
+    )
     if device.type != "cuda":
         print("(no GPU: the CUDA graph part runs on a GPU only)")
         return
@@ -118,8 +139,10 @@ def main() -> None:
         static_x.copy_(tokens())
         graph.replay()
         same = torch.equal(static_y, layer.forward(static_x))
-        print(f"graph replay {replay} on new tokens: equal to an eager call {same}, relative error against bf16 "
-              f"{relative(static_y, bf16_layer(static_x, router, w13, w2, top_k)):.3f}")
+        print(
+            f"graph replay {replay} on new tokens: equal to an eager call {same}, relative error against bf16 "
+            f"{relative(static_y, bf16_layer(static_x, router, w13, w2, top_k)):.3f}"
+        )
         if not same:
             sys.exit("a graph replay differs from the eager call")
 

@@ -6,6 +6,7 @@ alternate between the two (A B, then B A, ...), each repeat timed as the benchma
 flush, then every input set back to back), so that drift of the machine hits both alike. The
 repeats stop when both sides meet the benchmark's stopping rule.
 """
+
 import dataclasses
 import math
 import time
@@ -64,12 +65,30 @@ def comparison_table(shapes: list[str], results: list[Comparison | str]) -> str:
         means_b.append(b.mean)
         ratios.append(result.ratio)
         spreads.append(result.spread)
-        rows.append([str(i), format_time(a.mean), format_time(b.mean), f"{result.ratio:.3f}", _percent(result.spread),
-                     str(min(a.runs, b.runs)), shape])
+        rows.append(
+            [
+                str(i),
+                format_time(a.mean),
+                format_time(b.mean),
+                f"{result.ratio:.3f}",
+                _percent(result.spread),
+                str(min(a.runs, b.runs)),
+                shape,
+            ]
+        )
     if len(ratios) > 1 and len(ratios) == len(results):
         spread = math.sqrt(sum(s * s for s in spreads)) / len(spreads)
-        rows.append(["geo", format_time(geomean(means_a)), format_time(geomean(means_b)), f"{geomean(ratios):.3f}",
-                     _percent(spread), "", "(geometric mean)"])
+        rows.append(
+            [
+                "geo",
+                format_time(geomean(means_a)),
+                format_time(geomean(means_b)),
+                f"{geomean(ratios):.3f}",
+                _percent(spread),
+                "",
+                "(geometric mean)",
+            ]
+        )
     return table(["case", "A mean", "B mean", "B / A", "+- (95%)", "runs", "shape"], rows)
 
 

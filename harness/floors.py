@@ -7,6 +7,7 @@ read once and the output written once. Ceilings per GPU:
 - B200: the leaderboard's model at 1.5 GHz: 5120 B/clk of DRAM (7.68 TB/s) and dense FP4
   tensor cores at 32768 FLOP/clk/SM on 148 SMs; it reproduces docs/PROBLEM.md's SOL column.
 """
+
 import math
 from dataclasses import dataclass
 

@@ -3,6 +3,7 @@
 Each function takes the submission's path first; the submission is imported once per
 worker process and reused, as on the leaderboard.
 """
+
 import dataclasses
 import importlib.util
 import math
@@ -12,8 +13,8 @@ import time
 
 import torch
 
-from reference import TOLERANCE, generate_input, ref_kernel
 from harness.report import format_time
+from reference import TOLERANCE, generate_input, ref_kernel
 from utils import clear_l2_cache, l2_flush_bytes, match_reference, mismatch_mask
 
 NUM_ITERATIONS_PER_BENCHMARK = 15
@@ -172,9 +173,11 @@ class Flush:
         if self.leaderboard:
             held = ", into a buffer each worker holds" if self._held is not None else ""
             return f"the leaderboard's flush (torch.randn of 64 GiB{held}): {self.ms:.1f} ms of GPU time before each repeat"
-        return (f"a stand-in for the leaderboard's 64 GiB flush (too little free GPU memory): a randn over 4x L2, then a GPU spin; "
-                f"{self.ms:.1f} ms of GPU time before each repeat, the 64 GiB flush's time here estimated from a 1 GiB randn "
-                f"({self.estimated_ms:.1f} ms)")
+        return (
+            f"a stand-in for the leaderboard's 64 GiB flush (too little free GPU memory): a randn over 4x L2, then a GPU spin; "
+            f"{self.ms:.1f} ms of GPU time before each repeat, the 64 GiB flush's time here estimated from a 1 GiB randn "
+            f"({self.estimated_ms:.1f} ms)"
+        )
 
 
 def _gpu_ms(fn) -> float:
@@ -209,10 +212,10 @@ def use_flush(leaderboard: bool | None) -> bool:
 
 @dataclasses.dataclass
 class CaseTiming:
-    stats: Stats                  # timed as the leaderboard does: the official figures
-    host_included: Stats | None   # the same calls with the host's part counted (None on the CPU)
-    flush: str                    # what ran before each repeat
-    warnings: list[str]           # strict mode: outputs that are not the given c tensors, or not fp16
+    stats: Stats  # timed as the leaderboard does: the official figures
+    host_included: Stats | None  # the same calls with the host's part counted (None on the CPU)
+    flush: str  # what ran before each repeat
+    warnings: list[str]  # strict mode: outputs that are not the given c tensors, or not fp16
 
 
 def run_test(path: str, args: dict) -> tuple[bool, str, str]:
@@ -242,8 +245,10 @@ def describe_mismatch(output, expected, most_groups: int = 3) -> str:
             found.append(f"group {g}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         elif (bad := mismatch_mask(got, want, **TOLERANCE)).any():
             index = tuple(bad.nonzero()[0].tolist())
-            found.append(f"group {g}: {int(bad.count_nonzero()):,} of {bad.numel():,} elements wrong; the first, at {index}, "
-                         f"is {got[index].item():.6g}, expected {want[index].item():.6g}")
+            found.append(
+                f"group {g}: {int(bad.count_nonzero()):,} of {bad.numel():,} elements wrong; the first, at {index}, "
+                f"is {got[index].item():.6g}, expected {want[index].item():.6g}"
+            )
     more = f"; and {len(found) - most_groups} more groups" if len(found) > most_groups else ""
     return "; ".join(found[:most_groups]) + more
 
@@ -265,8 +270,17 @@ def output_warnings(inputs, outputs) -> set[str]:
     return found
 
 
-def run_benchmark(path: str, args: dict, recheck: bool, max_repeats: int, max_time_ns: float, sets: int = NUM_ITERATIONS_PER_BENCHMARK,
-                  strict: bool = False, with_host: bool = True, progress: bool = False) -> CaseTiming | str:
+def run_benchmark(
+    path: str,
+    args: dict,
+    recheck: bool,
+    max_repeats: int,
+    max_time_ns: float,
+    sets: int = NUM_ITERATIONS_PER_BENCHMARK,
+    strict: bool = False,
+    with_host: bool = True,
+    progress: bool = False,
+) -> CaseTiming | str:
     """The timing of one case, or the failure message. With `recheck`, every output of every repeat
     is checked; with `strict`, every repeat runs on fresh clones of the input sets, in a shuffled
     order, and the outputs are checked for being the given c tensors in fp16. `with_host`: time the
@@ -351,8 +365,17 @@ def _report(enabled: bool, text: str) -> None:
         print(f"[eval]   {text}", file=sys.stderr, flush=True)
 
 
-def time_calls(fn, data_list, max_repeats: int, max_time_ns: float, check=None, flush: Flush | None = None,
-               fresh_inputs: bool = False, warnings: set | None = None, progress: bool = False) -> Stats | str:
+def time_calls(
+    fn,
+    data_list,
+    max_repeats: int,
+    max_time_ns: float,
+    check=None,
+    flush: Flush | None = None,
+    fresh_inputs: bool = False,
+    warnings: set | None = None,
+    progress: bool = False,
+) -> Stats | str:
     """The harness's timing: per repeat, flush L2 and time fn on every input set back to back.
 
     With `flush` (a Flush), as the leaderboard: no synchronize between the flush and the start

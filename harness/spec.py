@@ -5,6 +5,7 @@ list `[1, 2]` / tuple `(1, 2)` of integers. Blank lines are skipped. Every case 
 exactly m, n, k (g entries each), g and seed, with sizes the contract allows (docs/PROBLEM.md).
 Anything else is a SpecError (exit 113).
 """
+
 import dataclasses
 import re
 from pathlib import Path
@@ -68,8 +69,10 @@ def validate_case(case: dict, where: str) -> None:
         if not isinstance(dims, tuple) or len(dims) != g or any(d < 0 for d in dims):
             raise SpecError(f"{where}: {key} must be a list of {g} non-negative integers, got {dims!r}")
     if any(k <= 0 or k % K_MULTIPLE for k in case["k"]):
-        raise SpecError(f"{where}: every k must be a positive multiple of {K_MULTIPLE} (docs/PROBLEM.md, the sizes the contract "
-                        f"allows), got {list(case['k'])}")
+        raise SpecError(
+            f"{where}: every k must be a positive multiple of {K_MULTIPLE} (docs/PROBLEM.md, the sizes the contract "
+            f"allows), got {list(case['k'])}"
+        )
 
 
 def format_case(case: dict) -> str:

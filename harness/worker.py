@@ -5,6 +5,7 @@ does on the leaderboard. If the submission raises, crashes the process, or hangs
 case's time limit, the call raises WorkerFailure with a message saying which, and the
 worker is replaced before the next case (a CUDA fault poisons the process that saw it).
 """
+
 import multiprocessing
 import signal
 import sys
@@ -35,7 +36,9 @@ def _traceback_beyond_the_harness(e: BaseException, most_lines: int = 24) -> str
     when the harness itself raised it."""
     tb = e.__traceback__
     # the harness's own frames, and importlib's (<frozen ...>) between it and the submission's file
-    while tb is not None and (Path(tb.tb_frame.f_code.co_filename).parent == HARNESS or tb.tb_frame.f_code.co_filename.startswith("<frozen")):
+    while tb is not None and (
+        Path(tb.tb_frame.f_code.co_filename).parent == HARNESS or tb.tb_frame.f_code.co_filename.startswith("<frozen")
+    ):
         tb = tb.tb_next
     if tb is None and not isinstance(e, SyntaxError):  # a SyntaxError's traceback shows the offending line
         return ""

@@ -11,6 +11,7 @@ torch's extension cache; elsewhere a portable PyTorch path. Launches go to the c
 queue; calls can be captured in CUDA graphs and traced by torch.compile. The leaderboard's
 submission.py is generated from this package (tools/bundle.py).
 """
+
 from .checkpoint import load_experts
 from .dispatch import path_in_use, prepare
 from .experts import Experts
@@ -22,20 +23,21 @@ from .ops import grouped_gemm, grouped_gemm_masked, grouped_gemm_offsets, quanti
 from .quantize import blocked_from_plain, plain_from_blocked, reordered_from_blocked
 
 __all__ = [
-           "Experts",
-           "blocked_from_plain",
-           "custom_kernel",
-           "fused_moe",
-           "grouped_gemm",
-           "grouped_gemm_masked",
-           "grouped_gemm_offsets",
-           "load_experts",
-           "offset_layout",
-           "offset_scales",
-           "path_in_use",
-           "plain_from_blocked",
-           "prepare",
-           "quantize",
-           "reorder_scales",
-           "sf_rows_capacity",
+    "Experts",
+    "blocked_from_plain",
+    "custom_kernel",
+    "fused_moe",
+    "grouped_gemm",
+    "grouped_gemm_masked",
+    "grouped_gemm_offsets",
+    "load_experts",
+    "offset_layout",
+    "offset_scales",
+    "path_in_use",
+    "plain_from_blocked",
+    "prepare",
+    "quantize",
+    "reorder_scales",
+    "reordered_from_blocked",
+    "sf_rows_capacity",
 ]

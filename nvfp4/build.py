@@ -1,5 +1,6 @@
 """Building the CUDA translation unit for a GPU (JIT, cached in torch's extension cache) and
 declaring its C API for ctypes."""
+
 import ctypes
 import hashlib
 import os

@@ -7,6 +7,7 @@ tensors are {prefix}.{e}.{proj}.{name}, with proj gate_proj/up_proj/down_proj or
 ModelOpt's NVFP4 format or compressed-tensors' nvfp4-pack-quantized (the table is in docs/MOE.md).
 Of a file or shards only the tensors under the prefix are read.
 """
+
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ NAMINGS = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))  # each (g
 
 class Format(NamedTuple):
     """A checkpoint format's tensor names per projection (both call the block scales weight_scale)."""
+
     name: str
     weight: str
     weight_scale_2: str
@@ -28,9 +30,10 @@ class Format(NamedTuple):
     reciprocal_scales: bool  # global scales stored as quantization scales, 1 / the dequantization scale
 
 
-FORMATS = (Format("ModelOpt NVFP4", "weight", "weight_scale_2", "input_scale", reciprocal_scales=False),
-           Format("compressed-tensors nvfp4-pack-quantized", "weight_packed", "weight_global_scale", "input_global_scale",
-                  reciprocal_scales=True))
+FORMATS = (
+    Format("ModelOpt NVFP4", "weight", "weight_scale_2", "input_scale", reciprocal_scales=False),
+    Format("compressed-tensors nvfp4-pack-quantized", "weight_packed", "weight_global_scale", "input_global_scale", reciprocal_scales=True),
+)
 
 
 def load_experts(source, prefix: str, *, device=None, experts: int | None = None) -> Experts:
@@ -71,8 +74,10 @@ def _tensors_under(source, prefix: str) -> dict:
     if isinstance(source, Mapping):
         return {key: t for key, t in source.items() if key.startswith(start)}
     if not isinstance(source, (str, os.PathLike)):
-        raise ValueError(f"nvfp4.load_experts: source must be a path (a .safetensors file or a directory of them) or a "
-                         f"mapping name -> tensor, got {type(source).__name__}")
+        raise ValueError(
+            f"nvfp4.load_experts: source must be a path (a .safetensors file or a directory of them) or a "
+            f"mapping name -> tensor, got {type(source).__name__}"
+        )
     from safetensors import safe_open  # here, so that state dicts and the rest of nvfp4 need no safetensors
 
     path = Path(source)
@@ -93,7 +98,7 @@ def _tensors_under(source, prefix: str) -> dict:
 
 def _expert_tensor_names(tensors: dict, prefix: str) -> list:
     """(expert, projection, name) of every key {prefix}.{expert}.{projection}.{name}."""
-    parts = [key[len(prefix) + 1:].split(".") for key in tensors]
+    parts = [key[len(prefix) + 1 :].split(".") for key in tensors]
     return [(int(e), proj, name) for e, proj, name in (p for p in parts if len(p) == 3 and p[0].isdigit())]
 
 
@@ -103,8 +108,9 @@ def _expert_count(indices: set, prefix: str, expected: int | None) -> int:
     count = max(indices) + 1
     missing = sorted(set(range(count)) - indices)
     if missing:
-        raise ValueError(f"nvfp4.load_experts: {prefix} has no expert {', '.join(map(str, missing))} "
-                         f"(found {len(indices)} experts in 0..{count - 1})")
+        raise ValueError(
+            f"nvfp4.load_experts: {prefix} has no expert {', '.join(map(str, missing))} (found {len(indices)} experts in 0..{count - 1})"
+        )
     if expected is not None and count != expected:
         raise ValueError(f"nvfp4.load_experts: {prefix} has {count} experts, expected {expected}")
     return count
@@ -113,8 +119,10 @@ def _expert_count(indices: set, prefix: str, expected: int | None) -> int:
 def _naming(projs: set, prefix: str) -> tuple:
     present = [naming for naming in NAMINGS if projs & set(naming)]
     if len(present) != 1:
-        raise ValueError(f"nvfp4.load_experts: {prefix}: expected the projections gate_proj/up_proj/down_proj or w1/w3/w2 "
-                         f"(one naming, not both); found {', '.join(sorted(projs))}")
+        raise ValueError(
+            f"nvfp4.load_experts: {prefix}: expected the projections gate_proj/up_proj/down_proj or w1/w3/w2 "
+            f"(one naming, not both); found {', '.join(sorted(projs))}"
+        )
     return present[0]
 
 
@@ -122,8 +130,7 @@ def _format(names: set, prefix: str) -> Format:
     present = [fmt for fmt in FORMATS if names & {fmt.weight, fmt.weight_scale_2, fmt.input_scale}]
     if len(present) != 1:
         expected = " or ".join(f"{fmt.name} ({fmt.weight}, weight_scale, {fmt.weight_scale_2}, {fmt.input_scale})" for fmt in FORMATS)
-        raise ValueError(f"nvfp4.load_experts: {prefix}: expected the tensors of {expected}, one format; "
-                         f"found {', '.join(sorted(names))}")
+        raise ValueError(f"nvfp4.load_experts: {prefix}: expected the tensors of {expected}, one format; found {', '.join(sorted(names))}")
     return present[0]
 
 

@@ -3,6 +3,7 @@
 tools/bundle.py writes the text this module makes, for the leaderboard's queue, into submission.py,
 where a constant takes this module's place.
 """
+
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -50,9 +51,11 @@ def translation_unit(csrc: Path = CSRC, swaps: dict[str, str] | None = None) -> 
                     raise SourceError(f"{name}:{number}: no file {match[1]} under csrc/")
                 if target in placed:
                     earlier = placed[target]
-                    if tuple(stack[:len(earlier)]) != earlier:
-                        raise SourceError(f"{name}:{number}: {match[1]} was first included under other conditionals; include it "
-                                          "first where it is needed in every build")
+                    if tuple(stack[: len(earlier)]) != earlier:
+                        raise SourceError(
+                            f"{name}:{number}: {match[1]} was first included under other conditionals; include it "
+                            "first where it is needed in every build"
+                        )
                     out.append("")
                     continue
                 inline(target, tuple(stack))

@@ -1,5 +1,7 @@
 """Which path computes a call on a device (chosen once per device), and the one entry point that
 both the library's ops and the leaderboard's custom_kernel call."""
+
+import contextlib
 import os
 
 import torch
@@ -34,12 +36,38 @@ def select_path(device: torch.device):
             return portable_kernel
         arch, built_for = (100, "90a") if emulated else target
         if capturing():
-            checked = " and checked (it has never run on real hardware; the check waits for the GPU)" if arch in UNVERIFIED_KERNEL_ARCHS else ""
-            raise RuntimeError(f"nvfp4 grouped gemm: the sm_{arch}a kernel for {device} is built, loaded{checked} on its first use "
-                               f"in a process, which cannot happen inside a CUDA graph capture: call nvfp4.prepare() (or the op "
-                               f"once) before capturing")
+            checked = (
+                " and checked (it has never run on real hardware; the check waits for the GPU)" if arch in UNVERIFIED_KERNEL_ARCHS else ""
+            )
+            raise RuntimeError(
+                f"nvfp4 grouped gemm: the sm_{arch}a kernel for {device} is built, loaded{checked} on its first use "
+                f"in a process, which cannot happen inside a CUDA graph capture: call nvfp4.prepare() (or the op "
+                f"once) before capturing"
+            )
         _paths[device] = trusted(KernelPath(build_library(arch, built_for, emulated), device), device)
     return _paths[device]
+
+
+def path_of(device: torch.device):
+    """The path that computes calls on `device`: the one chosen for it, chosen now on its first use."""
+    return _paths.get(device) or select_path(device)
+
+
+@contextlib.contextmanager
+def use_path(device, path):
+    """Inside the block, calls on `device` (default: the current GPU, else the CPU) take `path`: a
+    KernelPath of another build of the kernels, or one of this module's portable paths; after it,
+    the path before (or none, to be chosen again). How the tests and bench scripts run a given build."""
+    device = _device(device)
+    before = _paths.get(device)
+    _paths[device] = path
+    try:
+        yield path
+    finally:
+        if before is None:
+            _paths.pop(device, None)
+        else:
+            _paths[device] = before
 
 
 def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
@@ -48,7 +76,7 @@ def run(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     first = tensors[0] if tensors else None
     if not isinstance(first, torch.Tensor):
         validate(tensors, sizes, operand_rank, alpha)
-    path = _paths.get(first.device) or select_path(first.device)
+    path = path_of(first.device)
     if isinstance(path, KernelPath):  # it validates on its own misses
         path(tensors, sizes, operand_rank, alpha)
     else:

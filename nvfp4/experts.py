@@ -9,6 +9,7 @@ weight_scale_2; activation ~ code * block_scale * input_scale); the compressed-t
 its reciprocals into these. The block scales are moved into the blocked form once, here. The GEMMs
 apply alpha = input_scale * weight_scale_2 per expert in their fp32 epilogue (docs/MOE.md).
 """
+
 import torch
 
 from .moe import check_tensor
@@ -65,15 +66,21 @@ class Experts:
         _check("w2_scale", w2_scale, (torch.float8_e4m3fn,), (experts, hidden, inter // 16))
         for name, t in (("w13_weight_scale_2", w13_weight_scale_2), ("w13_input_scale", w13_input_scale)):
             if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) not in ((experts,), (experts, 2)):
-                raise ValueError(f"nvfp4.Experts: {name} must be float32 [E] or [E, 2] (gate, up), E = {experts}; got "
-                                 f"{getattr(t, 'dtype', type(t))} {tuple(getattr(t, 'shape', ()))}")
+                raise ValueError(
+                    f"nvfp4.Experts: {name} must be float32 [E] or [E, 2] (gate, up), E = {experts}; got "
+                    f"{getattr(t, 'dtype', type(t))} {tuple(getattr(t, 'shape', ()))}"
+                )
         _check("w2_weight_scale_2", w2_weight_scale_2, (torch.float32,), (experts,))
         _check("w2_input_scale", w2_input_scale, (torch.float32,), (experts,))
         tensors = (w13, w13_scale, w13_weight_scale_2, w13_input_scale, w2, w2_scale, w2_weight_scale_2, w2_input_scale)
         if any(t.device != device for t in tensors):
             raise ValueError(f"nvfp4.Experts: every tensor must be on one device; got {sorted({str(t.device) for t in tensors})}")
-        for name, t in (("w13_weight_scale_2", w13_weight_scale_2), ("w13_input_scale", w13_input_scale),
-                        ("w2_weight_scale_2", w2_weight_scale_2), ("w2_input_scale", w2_input_scale)):
+        for name, t in (
+            ("w13_weight_scale_2", w13_weight_scale_2),
+            ("w13_input_scale", w13_input_scale),
+            ("w2_weight_scale_2", w2_weight_scale_2),
+            ("w2_input_scale", w2_input_scale),
+        ):
             _positive(name, t)
         self.num_experts, self.hidden, self.intermediate = experts, hidden, inter
         self.w13 = w13.contiguous().view(torch.uint8)
@@ -89,12 +96,20 @@ class Experts:
         if weight.dim() == 1:
             self.w13_alpha = (self.w13_input_scale * weight).contiguous()  # [E]
         else:  # gate's columns, then up's, each with its own weight scale
-            self.w13_alpha = (self.w13_input_scale[:, None, None] * weight[:, :, None]).expand(experts, 2, inter).reshape(experts, 2 * inter)
+            self.w13_alpha = (
+                (self.w13_input_scale[:, None, None] * weight[:, :, None]).expand(experts, 2, inter).reshape(experts, 2 * inter)
+            )
         self.w2_alpha = (self.w2_input_scale * w2_weight_scale_2).contiguous()
 
     @classmethod
-    def quantized(cls, w13: torch.Tensor, w2: torch.Tensor, w13_input_scale: torch.Tensor, w2_input_scale: torch.Tensor,
-                  gate_up_share_scale: bool = True) -> "Experts":
+    def quantized(
+        cls,
+        w13: torch.Tensor,
+        w2: torch.Tensor,
+        w13_input_scale: torch.Tensor,
+        w2_input_scale: torch.Tensor,
+        gate_up_share_scale: bool = True,
+    ) -> "Experts":
         """Experts quantized from fp16 or bf16 weights, w13 [E, 2F, H] (gate's rows, then up's) and w2
         [E, H, F], the two-level way: weight_scale_2 = amax / (6 * 448) per expert (and per
         projection: gate and up share the larger unless gate_up_share_scale is False), then

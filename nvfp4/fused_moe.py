@@ -12,6 +12,7 @@ caller's current queue, inside a CUDA graph capture (call it once before capturi
 nvfp4.prepare()) and under torch.compile(fullgraph=True).
 An id outside [0, E) drops its pair (expert parallelism's convention for experts held elsewhere).
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -27,21 +28,37 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
     if not isinstance(experts, Experts):
         raise ValueError(f"nvfp4.fused_moe: experts must be an nvfp4.Experts (nvfp4.load_experts makes one), got {type(experts).__name__}")
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype not in (torch.float16, torch.bfloat16) or x.shape[1] != experts.hidden:
-        raise ValueError(f"nvfp4.fused_moe: x must be fp16 or bf16 [T, H] with H = {experts.hidden}, got "
-                         f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
+        raise ValueError(
+            f"nvfp4.fused_moe: x must be fp16 or bf16 [T, H] with H = {experts.hidden}, got "
+            f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}"
+        )
     tokens = x.shape[0]
-    if not isinstance(topk_ids, torch.Tensor) or topk_ids.dim() != 2 or topk_ids.shape[0] != tokens or topk_ids.dtype not in (
-            torch.int32, torch.int64):
-        raise ValueError(f"nvfp4.fused_moe: topk_ids must be int32 or int64 [T, top_k] with T = {tokens}, got "
-                         f"{getattr(topk_ids, 'dtype', type(topk_ids).__name__)} {tuple(getattr(topk_ids, 'shape', ()))}")
-    if not isinstance(topk_weights, torch.Tensor) or tuple(topk_weights.shape) != tuple(topk_ids.shape) or not topk_weights.is_floating_point():
-        raise ValueError(f"nvfp4.fused_moe: topk_weights must be floating point of topk_ids' shape {tuple(topk_ids.shape)}, got "
-                         f"{getattr(topk_weights, 'dtype', type(topk_weights).__name__)} {tuple(getattr(topk_weights, 'shape', ()))}")
+    if (
+        not isinstance(topk_ids, torch.Tensor)
+        or topk_ids.dim() != 2
+        or topk_ids.shape[0] != tokens
+        or topk_ids.dtype not in (torch.int32, torch.int64)
+    ):
+        raise ValueError(
+            f"nvfp4.fused_moe: topk_ids must be int32 or int64 [T, top_k] with T = {tokens}, got "
+            f"{getattr(topk_ids, 'dtype', type(topk_ids).__name__)} {tuple(getattr(topk_ids, 'shape', ()))}"
+        )
+    if (
+        not isinstance(topk_weights, torch.Tensor)
+        or tuple(topk_weights.shape) != tuple(topk_ids.shape)
+        or not topk_weights.is_floating_point()
+    ):
+        raise ValueError(
+            f"nvfp4.fused_moe: topk_weights must be floating point of topk_ids' shape {tuple(topk_ids.shape)}, got "
+            f"{getattr(topk_weights, 'dtype', type(topk_weights).__name__)} {tuple(getattr(topk_weights, 'shape', ()))}"
+        )
     if not topk_ids.shape[1]:
         raise ValueError("nvfp4.fused_moe: top_k must be at least 1")
     devices = {x.device, topk_ids.device, topk_weights.device, experts.device}
     if len(devices) > 1:
-        raise ValueError(f"nvfp4.fused_moe: x, topk_weights, topk_ids and the experts must be on one device, got {sorted(map(str, devices))}")
+        raise ValueError(
+            f"nvfp4.fused_moe: x, topk_weights, topk_ids and the experts must be on one device, got {sorted(map(str, devices))}"
+        )
     if activation not in ACTIVATIONS:
         raise ValueError(f"nvfp4.fused_moe: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
@@ -49,12 +66,15 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
 def routed_outputs(x: torch.Tensor, rows: int, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The codes [rows, K/2] and the offset form's zeroed sfa [sf_rows/128, K/64, 32, 4, 4] of a routed quantization."""
     k = x.shape[1]
-    return (x.new_empty((rows, k // 2), dtype=torch.float4_e2m1fn_x2),
-            x.new_zeros(blocked_scale_shape(sf_rows, k), dtype=torch.float8_e4m3fn))
+    return (
+        x.new_empty((rows, k // 2), dtype=torch.float4_e2m1fn_x2),
+        x.new_zeros(blocked_scale_shape(sf_rows, k), dtype=torch.float8_e4m3fn),
+    )
 
 
-def _quantize_routed(x: torch.Tensor, source_row: torch.Tensor, offsets: torch.Tensor, sf_offsets: torch.Tensor,
-                     global_scale: torch.Tensor, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _quantize_routed(
+    x: torch.Tensor, source_row: torch.Tensor, offsets: torch.Tensor, sf_offsets: torch.Tensor, global_scale: torch.Tensor, sf_rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Routed row r = x row source_row[r], quantized with its expert's global scale (the expert
     whose offsets hold r), its scales at row sf_offsets[e] + r - offsets[e] of the offset form's sfa
     [sf_rows/128, K/64, 32, 4, 4] (zeros elsewhere). Rows of no expert: codes unspecified."""
@@ -108,8 +128,9 @@ class Routing:
         self.token = (self.order // self.top_k).int()  # the x row of each routed row
         self.in_order = torch.arange(self.rows, dtype=torch.int32, device=flat.device)
 
-    def gemm(self, x: torch.Tensor, source_row: torch.Tensor, input_scale: torch.Tensor, weight, weight_scale, alpha,
-             out: torch.Tensor) -> torch.Tensor:
+    def gemm(
+        self, x: torch.Tensor, source_row: torch.Tensor, input_scale: torch.Tensor, weight, weight_scale, alpha, out: torch.Tensor
+    ) -> torch.Tensor:
         """out = the routed rows (x's rows source_row) times their experts' weights, with alpha."""
         q, sf = quantize_routed(x, source_row, self.offsets, self.sf_offsets, input_scale, self.sf_rows)
         return grouped_gemm_offsets(q, sf, weight, weight_scale, self.offsets, self.sf_offsets, out=out, alpha=alpha)
@@ -131,7 +152,9 @@ def activate(gate_up: torch.Tensor, activation: str) -> torch.Tensor:
     return (act * up).to(gate_up.dtype)
 
 
-def fused_moe(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, experts: Experts, activation: str = "silu") -> torch.Tensor:
+def fused_moe(
+    x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, experts: Experts, activation: str = "silu"
+) -> torch.Tensor:
     """The MoE layer's output [T, H] in x's dtype: for each token t, the sum over its top-k pairs j of
     topk_weights[t, j] * expert topk_ids[t, j] applied to x[t] (see the module's description)."""
     check_fused_moe_input(x, topk_weights, topk_ids, experts, activation)
@@ -141,5 +164,7 @@ def fused_moe(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tenso
     gate_up = x.new_empty((routing.rows, 2 * experts.intermediate))
     routing.gemm(x.contiguous(), routing.token, experts.w13_input_scale, experts.w13, experts.w13_scale, experts.w13_alpha, gate_up)
     down = x.new_zeros((routing.rows, experts.hidden))  # a dropped pair's row stays zero
-    routing.gemm(activate(gate_up, activation), routing.in_order, experts.w2_input_scale, experts.w2, experts.w2_scale, experts.w2_alpha, down)
+    routing.gemm(
+        activate(gate_up, activation), routing.in_order, experts.w2_input_scale, experts.w2, experts.w2_scale, experts.w2_alpha, down
+    )
     return routing.combine(down, topk_weights)

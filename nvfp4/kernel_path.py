@@ -7,6 +7,7 @@ plan's CUDA graph; every later call with the same (still alive) tensors replays 
 is made for that call alone and launched into the caller's graph, with its workspace from the
 capture's own memory, so that each replay computes from the values the tensors hold then.
 """
+
 import ctypes
 import os
 import threading
@@ -30,8 +31,10 @@ from .validate import validate
 # of B by up to 64 of A in a deeper pipeline (few rows).
 TILES_CHOSEN, TILES_UNSWAPPED, TILES_SWAPPED, TILES_PAIR = -1, 0, 1, 2
 TILES_FEW_ROWS = 1
-TILE_SHAPE_NAMES = {100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},
-                    90: {TILES_CHOSEN: "chosen", 0: "up to 256 rows", TILES_FEW_ROWS: "few rows"}}
+TILE_SHAPE_NAMES = {
+    100: {TILES_CHOSEN: "chosen", TILES_UNSWAPPED: "unswapped", TILES_SWAPPED: "swapped", TILES_PAIR: "pair"},
+    90: {TILES_CHOSEN: "chosen", 0: "up to 256 rows", TILES_FEW_ROWS: "few rows"},
+}
 KERNEL_MAX_M, KERNEL_MAX_N = 512 * 128, 65536 * 128  # the tile fields: 512 row blocks of 128, 65536 column blocks of 128
 
 _data_ptr = torch.Tensor.data_ptr  # unbound: one attribute lookup for all the tensors of a call
@@ -93,11 +96,11 @@ class KernelPath:
         self.tile_shapes = tuple(range(tile_shapes.value)) if tile_shapes.value > 1 else (TILES_CHOSEN,)  # what the kernels can run
         self.capacity = capacity
         self._plans = {}
-        self._dead = []        # keys of plans whose tensors died (appended by weakref callbacks)
-        self._calls = 0        # the clock of last_used
+        self._dead = []  # keys of plans whose tensors died (appended by weakref callbacks)
+        self._calls = 0  # the clock of last_used
         self._graph_launch = self.lib.nvfp4_graph_launch
         self._workspaces = {}  # queue handle -> the workspace its plans share
-        self._retired = []     # smaller workspaces that larger ones replaced, kept (see _shared_workspace)
+        self._retired = []  # smaller workspaces that larger ones replaced, kept (see _shared_workspace)
         self._lock = threading.RLock()
         err = ctypes.create_string_buffer(512)
         with torch.cuda.device(self.device_index):
@@ -113,7 +116,9 @@ class KernelPath:
         odd one eagerly. A detector's message names the seed, so that NVFP4_EMULATION_SEED reproduces it."""
         rc = self.lib.nvfp4_emulation_configure(seed, max_delay_ns)
         if rc:
-            raise RuntimeError(f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}")
+            raise RuntimeError(
+                f"configuring the tcgen05 emulation failed: {'not an emulation build' if rc < 0 else self.lib.nvfp4_error_string(rc).decode()}"
+            )
         self.emulation_seed = seed
 
     def __call__(self, tensors: list, sizes, operand_rank: int, alpha=None) -> None:
@@ -148,6 +153,7 @@ class KernelPath:
         grown by powers of two. No workspace is ever given back to torch's allocator, which would
         hand it to other work while a graph that bakes it in may still run; the ones a larger
         workspace replaced stay too (together at most the size of the current one)."""
+
         def workspace(nbytes: int, device: torch.device) -> torch.Tensor:
             current = self._workspaces.get(queue)
             if current is None or current.numel() < nbytes:
@@ -155,6 +161,7 @@ class KernelPath:
                     self._retired.append(current)
                 current = self._workspaces[queue] = torch.empty(1 << (nbytes - 1).bit_length(), dtype=torch.uint8, device=device)
             return current
+
         return workspace
 
     def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int, alpha) -> None:
@@ -163,9 +170,11 @@ class KernelPath:
             self._release_dead(keep=key)  # a dead plan with this very key is revived below, after validation
         err = ctypes.create_string_buffer(512)
         count = len(tensors)
-        device, pointers, sizes = key[0], key[4:4 + count], key[4 + 2 * count:]  # the key's layout: see __call__
+        device, pointers, sizes = key[0], key[4 : 4 + count], key[4 + 2 * count :]  # the key's layout: see __call__
         if plan is None or not plan.alive:
-            if not (kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)):
+            if not (
+                kernel_takes(tensors, sizes, pointers, self.k_multiple, device, operand_rank) and alpha_takes(alpha, len(sizes), device)
+            ):
                 validate(tensors, sizes, operand_rank, alpha)
                 reason = kernel_unsupported(tensors, sizes, self.k_multiple, device)
                 if reason:
@@ -225,8 +234,18 @@ def new_workspace(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
-def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: int, err, workspace=new_workspace,
-                pointers=None, tiles: int = TILES_CHOSEN, alpha: torch.Tensor | None = None) -> tuple[int, torch.Tensor | None]:
+def create_plan(
+    lib: ctypes.CDLL,
+    tensors: list,
+    sizes,
+    num_sms: int,
+    dry_run: int,
+    err,
+    workspace=new_workspace,
+    pointers=None,
+    tiles: int = TILES_CHOSEN,
+    alpha: torch.Tensor | None = None,
+) -> tuple[int, torch.Tensor | None]:
     """A C++ plan for the call (tensors, sizes and alpha as layout.py describes them; C's dtype from
     group 0's c) and the workspace it uses (keep it alive as long as the plan).
 
@@ -239,7 +258,7 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
     g = len(sizes)
     packed = []
     for i, (m, n, k, _) in enumerate(sizes):
-        packed += [*pointers[3 * i:3 * i + 3], *pointers[3 * g + 2 * i:3 * g + 2 * i + 2], m, n, k]
+        packed += [*pointers[3 * i : 3 * i + 3], *pointers[3 * g + 2 * i : 3 * g + 2 * i + 2], m, n, k]
     packed = (ctypes.c_int64 * len(packed))(*packed)
     nbytes = lib.nvfp4_workspace_bytes(packed, g)
     buffer = workspace(nbytes, tensors[0].device) if nbytes else None
@@ -255,8 +274,10 @@ def create_plan(lib: ctypes.CDLL, tensors: list, sizes, num_sms: int, dry_run: i
 def check_on_current_device(tensor: torch.Tensor, current: int) -> None:
     """ValueError unless `tensor` is on the current CUDA device (index `current`), where the kernels run."""
     if tensor.get_device() != current:
-        raise ValueError(f"nvfp4 grouped gemm: the tensors are on {tensor.device}, the current device is cuda:{current}; make theirs "
-                         f"current (torch.cuda.set_device, or a torch.cuda.device block)")
+        raise ValueError(
+            f"nvfp4 grouped gemm: the tensors are on {tensor.device}, the current device is cuda:{current}; make theirs "
+            f"current (torch.cuda.set_device, or a torch.cuda.device block)"
+        )
 
 
 def kernel_unsupported(tensors: list, sizes, k_multiple: int, device_index: int) -> str | None:
@@ -273,7 +294,9 @@ def kernel_unsupported(tensors: list, sizes, k_multiple: int, device_index: int)
         if k % k_multiple:
             return f"group {g}: K={k} is not a multiple of {k_multiple}"
         scale_strides = packed_scale_strides(k)
-        for name, t, strides in zip(("a", "b", "c", "sfa", "sfb"), group_tensors(tensors, g), (None, None, None, scale_strides, scale_strides)):
+        for name, t, strides in zip(
+            ("a", "b", "c", "sfa", "sfb"), group_tensors(tensors, g), (None, None, None, scale_strides, scale_strides)
+        ):
             if t.data_ptr() % 16:
                 return f"group {g}: {name} is not 16-byte aligned"
             if strides is None:
@@ -323,21 +346,28 @@ def kernel_takes(tensors: list, sizes: tuple, pointers, k_multiple: int, device_
     if layout is None or not g or len(tensors) != 5 * g:
         return False
     shapes, scale_strides, used = layout
-    abc_flat, scales = tensors[:3 * g], tensors[3 * g:]
+    abc_flat, scales = tensors[: 3 * g], tensors[3 * g :]
     abc_used, scales_used = abc_flat, scales
     if used is not None:  # groups with no output have no layout to check
-        abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g:])], [*compress(pointers, used)]
-    return (list(map(_shape_of, tensors)) == shapes
-            and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
-            and set(map(_dtype_of, abc_flat[2::3])) in _OUT
-            and set(map(_dtype_of, scales)) <= _E4M3
-            and set(map(torch.Tensor.get_device, tensors)) == {device_index}
-            and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
-            and all(map(torch.Tensor.is_contiguous, abc_used))
-            and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides)
+        abc_used, scales_used, pointers = [*compress(abc_flat, used)], [*compress(scales, used[3 * g :])], [*compress(pointers, used)]
+    return (
+        list(map(_shape_of, tensors)) == shapes
+        and set(map(_dtype_of, abc_flat[0::3] + abc_flat[1::3])) <= _FP4
+        and set(map(_dtype_of, abc_flat[2::3])) in _OUT
+        and set(map(_dtype_of, scales)) <= _E4M3
+        and set(map(torch.Tensor.get_device, tensors)) == {device_index}
+        and not reduce(or_, pointers, 0) & 15  # every pointer the kernel reads or writes 16-byte aligned
+        and all(map(torch.Tensor.is_contiguous, abc_used))
+        and [s[:5] for s in map(torch.Tensor.stride, scales_used)] == scale_strides
+    )
 
 
 def alpha_takes(alpha, groups: int, device_index: int) -> bool:
     """True when alpha is absent, or a contiguous float32 [groups] tensor on device `device_index`."""
-    return alpha is None or (type(alpha) is torch.Tensor and alpha.dtype == torch.float32 and alpha.shape == (groups,)
-                             and alpha.get_device() == device_index and alpha.is_contiguous())
+    return alpha is None or (
+        type(alpha) is torch.Tensor
+        and alpha.dtype == torch.float32
+        and alpha.shape == (groups,)
+        and alpha.get_device() == device_index
+        and alpha.is_contiguous()
+    )

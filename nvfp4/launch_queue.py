@@ -3,6 +3,7 @@
 tools/bundle.py puts launch_queue_default.py in this module's place in submission.py, which the
 leaderboard's server only takes when it works on the default queue alone.
 """
+
 import torch
 
 _raw_handle = getattr(torch._C, "_cuda_getCurrentRawStream", None)

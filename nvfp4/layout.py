@@ -7,6 +7,7 @@ are either the leaderboard's [rows, cols, 1] tensors (operand rank 3) or plain m
 c is fp16 or bf16, one dtype for all groups; the scales are always in the leaderboard's reordered
 layout, [32, 4, ceil(rows/128), 4, K/64, 1] (docs/PROBLEM.md, section 3).
 """
+
 from itertools import chain
 
 import torch
@@ -20,8 +21,13 @@ TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", OUT_DTYPES), ("sfa",
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
     """The shapes of a group's a, b, c, sfa and sfb."""
     l_dim = (1,) if operand_rank == 3 else ()
-    return ((m, k // 2, *l_dim), (n, k // 2, *l_dim), (m, n, *l_dim), (32, 4, -(-m // 128), 4, k // 64, 1),
-            (32, 4, -(-n // 128), 4, k // 64, 1))
+    return (
+        (m, k // 2, *l_dim),
+        (n, k // 2, *l_dim),
+        (m, n, *l_dim),
+        (32, 4, -(-m // 128), 4, k // 64, 1),
+        (32, 4, -(-n // 128), 4, k // 64, 1),
+    )
 
 
 def packed_scale_strides(k: int) -> tuple:
@@ -39,7 +45,7 @@ def from_leaderboard(data) -> tuple[list, list]:
 def group_tensors(tensors: list, g: int) -> tuple:
     """Group g's (a, b, c, sfa, sfb) from a call's flat tensor list."""
     groups = len(tensors) // 5
-    return (*tensors[3 * g:3 * g + 3], *tensors[3 * groups + 2 * g:3 * groups + 2 * g + 2])
+    return (*tensors[3 * g : 3 * g + 3], *tensors[3 * groups + 2 * g : 3 * groups + 2 * g + 2])
 
 
 def matrix(t: torch.Tensor) -> torch.Tensor:
@@ -51,8 +57,10 @@ def reordered_from_plain(plain: torch.Tensor) -> torch.Tensor:
     """Scales [rows, K/16] (E4M3, K/16 a multiple of 4) in the reordered layout: a view of packed
     memory, rows padded to a multiple of 128 with zeros."""
     if not isinstance(plain, torch.Tensor) or plain.dim() != 2 or plain.shape[1] % 4:
-        raise ValueError(f"nvfp4.reorder_scales: plain scales must be [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
-                         f"got {tuple(getattr(plain, 'shape', ()))}")
+        raise ValueError(
+            f"nvfp4.reorder_scales: plain scales must be [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
+            f"got {tuple(getattr(plain, 'shape', ()))}"
+        )
     rows, cols = plain.shape
     row_blocks = -(-rows // 128)
     padded = torch.zeros((row_blocks * 128, cols), dtype=torch.uint8, device=plain.device)

@@ -1,5 +1,6 @@
 """The leaderboard's interface over the package's entry point: custom_kernel(data), and the
 compile step that `python3 submission.py` runs."""
+
 import time
 
 import torch
@@ -40,8 +41,10 @@ def build_for_this_machine() -> None:
     seconds = time.perf_counter() - start
     if isinstance(path, KernelPath):
         checked = ", self-checked" if needs_self_check(path) else ""
-        print(f"nvfp4 grouped gemm: the {describe_path(path)} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's "
-              f"extension cache{checked})")
+        print(
+            f"nvfp4 grouped gemm: the {describe_path(path)} for {gpu} is ready in {seconds:.1f} s (built, or loaded from torch's "
+            f"extension cache{checked})"
+        )
     elif isinstance(path, Fallback):
         print(f"nvfp4 grouped gemm: the CUDA kernel for {gpu} failed its self-check (above); this machine runs the {describe_path(path)}")
     else:

@@ -10,12 +10,13 @@ hold then. Rows no expert owns (in the
 masked form, rows at or past masked_m[e]) are not written. Scales are in the blocked form,
 [..., ceil(rows/128), K/64, 32, 4, 4] E4M3, the memory of the reordered layout.
 """
+
 import ctypes
 import warnings
 
 import torch
 
-from .dispatch import _paths, select_path
+from .dispatch import path_of
 from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
 from .layout import OUT_DTYPES
@@ -32,7 +33,7 @@ def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
     if not tensor.is_cuda:
         return None
     check_on_current_device(tensor, torch.cuda.current_device())
-    path = _paths.get(tensor.device) or select_path(tensor.device)
+    path = path_of(tensor.device)
     return path if isinstance(path, KernelPath) else None
 
 
@@ -64,8 +65,10 @@ def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
     if alpha is None:
         return
     if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) not in ((experts,), (experts, n)):
-        raise ValueError(f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got "
-                         f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+        raise ValueError(
+            f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got "
+            f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}"
+        )
     if alpha.device != device or not alpha.is_contiguous():
         raise ValueError(f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {alpha.device}")
 
@@ -125,8 +128,14 @@ def expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total
     rows = torch.arange(total, device=expert_offsets.device, dtype=torch.int32)
     first, end = expert_offsets[:-1], expert_offsets[1:]
     earlier = torch.cat([first.new_zeros(1), first.cummax(0).values[:-1].clamp(min=0)])
-    valid = ((first >= earlier) & (first <= end) & (end <= total) & (sf_offsets >= 0) & (sf_offsets % 128 == 0) &
-             (sf_offsets + end - first <= sf_rows))
+    valid = (
+        (first >= earlier)
+        & (first <= end)
+        & (end <= total)
+        & (sf_offsets >= 0)
+        & (sf_offsets % 128 == 0)
+        & (sf_offsets + end - first <= sf_rows)
+    )
     inside = (rows[:, None] >= first[None, :]) & (rows[:, None] < end[None, :]) & valid[None, :]
     expert = torch.where(inside.any(1), inside.int().argmax(1), -1)
     safe = expert.clamp(min=0)
@@ -148,8 +157,12 @@ def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets:
 def _decoded_per_expert(packed: torch.Tensor, blocked: torch.Tensor) -> torch.Tensor:
     """FP4 [E, rows, K/2] with blocked scales [E, ...] -> float32 [E, rows, K], exactly."""
     rows = packed.shape[1]
-    return torch.stack([dequantize(packed[e], plain_from_blocked(blocked[e].view(torch.uint8), rows).view(torch.float8_e4m3fn).float())
-                        for e in range(packed.shape[0])])
+    return torch.stack(
+        [
+            dequantize(packed[e], plain_from_blocked(blocked[e].view(torch.uint8), rows).view(torch.float8_e4m3fn).float())
+            for e in range(packed.shape[0])
+        ]
+    )
 
 
 def _expert_alpha(alpha: torch.Tensor | None, e: int | None = None) -> torch.Tensor | float:
@@ -213,8 +226,15 @@ def _launch(kernel: KernelPath, pointers: list, sizes: list, out: torch.Tensor, 
         raise RuntimeError(f"nvfp4 MoE grouped gemm: {err.value.decode()}")
 
 
-def masked_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor, out: torch.Tensor,
-                alpha: torch.Tensor | None = None) -> None:
+def masked_into(
+    a: torch.Tensor,
+    sfa: torch.Tensor,
+    b: torch.Tensor,
+    sfb: torch.Tensor,
+    masked_m: torch.Tensor,
+    out: torch.Tensor,
+    alpha: torch.Tensor | None = None,
+) -> None:
     """The masked form into out: the kernel of the tensors' device, or the portable path."""
     experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
     kernel = kernel_for(a)
@@ -226,8 +246,16 @@ def masked_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.
     _launch(kernel, pointers, [experts, experts * max_m, max_m, experts * sfa.shape[1] * 128, n, k], out, alpha)
 
 
-def offsets_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
-                 sf_offsets: torch.Tensor, out: torch.Tensor, alpha: torch.Tensor | None = None) -> None:
+def offsets_into(
+    a: torch.Tensor,
+    sfa: torch.Tensor,
+    b: torch.Tensor,
+    sfb: torch.Tensor,
+    expert_offsets: torch.Tensor,
+    sf_offsets: torch.Tensor,
+    out: torch.Tensor,
+    alpha: torch.Tensor | None = None,
+) -> None:
     """The offset form into out: the kernel of the tensors' device, or the portable path."""
     experts, total, sf_rows, n, k = offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
     kernel = kernel_for(a)
@@ -235,5 +263,14 @@ def offsets_into(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch
     if kernel is None:
         offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
         return
-    pointers = [a.data_ptr(), b.data_ptr(), out.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), 0, expert_offsets.data_ptr(), sf_offsets.data_ptr()]
+    pointers = [
+        a.data_ptr(),
+        b.data_ptr(),
+        out.data_ptr(),
+        sfa.data_ptr(),
+        sfb.data_ptr(),
+        0,
+        expert_offsets.data_ptr(),
+        sf_offsets.data_ptr(),
+    ]
     _launch(kernel, pointers, [experts, total, 0, sf_rows, n, k], out, alpha)

@@ -13,6 +13,7 @@ alpha (optional) float32 [groups] on the device, read there only and applied to 
 before rounding. K is a positive multiple of 64; M and N may be 0. Everything runs on the caller's
 current queue of the current device, where the tensors must be (CPU tensors take the portable path).
 """
+
 from itertools import chain
 
 import torch
@@ -28,8 +29,9 @@ def _call(a, b, sfa, sfb, out) -> tuple[list, list]:
     """The op's arguments as the package's (tensors, sizes); ValueError for lists that do not match."""
     groups = len(a)
     if not groups or any(len(x) != groups for x in (b, sfa, sfb, out)):
-        raise ValueError(f"nvfp4.grouped_gemm: a, b, sfa, sfb and out need one tensor per group: {len(a)}, {len(b)}, {len(sfa)}, "
-                         f"{len(sfb)}, {len(out)}")
+        raise ValueError(
+            f"nvfp4.grouped_gemm: a, b, sfa, sfb and out need one tensor per group: {len(a)}, {len(b)}, {len(sfa)}, {len(sfb)}, {len(out)}"
+        )
     sizes = []
     for g, (x, y) in enumerate(zip(a, b)):
         if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() == 2 and y.dim() == 2):
@@ -59,14 +61,26 @@ def _new_outputs(a, b, out_dtype=None) -> list[torch.Tensor]:
     return [x.new_empty((x.shape[0], y.shape[0]), dtype=dtype) for x, y in zip(a, b)]
 
 
-def _into(a: list[torch.Tensor], b: list[torch.Tensor], sfa: list[torch.Tensor], sfb: list[torch.Tensor],
-          out: list[torch.Tensor], alpha: torch.Tensor | None = None) -> None:
+def _into(
+    a: list[torch.Tensor],
+    b: list[torch.Tensor],
+    sfa: list[torch.Tensor],
+    sfb: list[torch.Tensor],
+    out: list[torch.Tensor],
+    alpha: torch.Tensor | None = None,
+) -> None:
     """The grouped GEMM into the caller's out tensors."""
     run(*_call(a, b, sfa, sfb, out), 2, alpha)
 
 
-def _new(a: list[torch.Tensor], b: list[torch.Tensor], sfa: list[torch.Tensor], sfb: list[torch.Tensor],
-         alpha: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+def _new(
+    a: list[torch.Tensor],
+    b: list[torch.Tensor],
+    sfa: list[torch.Tensor],
+    sfb: list[torch.Tensor],
+    alpha: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> list[torch.Tensor]:
     """The grouped GEMM into new [M, N] tensors (fp16 unless out_dtype says bf16)."""
     out = _new_outputs(a, b, out_dtype)
     _into(a, b, sfa, sfb, out, alpha)
@@ -97,8 +111,10 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
     there. Traced by torch.compile, or under a dispatch mode (FakeTensorMode, say), it goes through
     torch.ops.nvfp4, whose fake implementations answer."""
     if type(a) not in (list, tuple):  # one type test on the per-call path; below, `a and` would make a tensor torch's "ambiguous" error
-        raise ValueError(f"nvfp4.grouped_gemm: a must be a list with one tensor per group, got {type(a).__name__} "
-                         f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)")
+        raise ValueError(
+            f"nvfp4.grouped_gemm: a must be a list with one tensor per group, got {type(a).__name__} "
+            f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)"
+        )
     direct = not torch.compiler.is_compiling() and _current_dispatch_mode() is None and a and type(a[0]) is torch.Tensor
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)
@@ -124,21 +140,38 @@ def _offsets_empty(a, b, out_dtype) -> torch.Tensor:
     return a.new_empty((a.shape[0], b.shape[1]), dtype=_out_dtype(out_dtype, "grouped_gemm_offsets"))
 
 
-def _masked_new(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, masked_m: torch.Tensor,
-                alpha: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def _masked_new(
+    a: torch.Tensor,
+    sfa: torch.Tensor,
+    b: torch.Tensor,
+    sfb: torch.Tensor,
+    masked_m: torch.Tensor,
+    alpha: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     out = _masked_empty(a, b, out_dtype)
     masked_into(a, sfa, b, sfb, masked_m, out, alpha)
     return out
 
 
-def _offsets_new(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor, expert_offsets: torch.Tensor,
-                 sf_offsets: torch.Tensor, alpha: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def _offsets_new(
+    a: torch.Tensor,
+    sfa: torch.Tensor,
+    b: torch.Tensor,
+    sfb: torch.Tensor,
+    expert_offsets: torch.Tensor,
+    sf_offsets: torch.Tensor,
+    alpha: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     out = _offsets_empty(a, b, out_dtype)
     offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
     return out
 
 
-def _quantize(x: torch.Tensor, masked_m: torch.Tensor | None, global_scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _quantize(
+    x: torch.Tensor, masked_m: torch.Tensor | None, global_scale: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     check_quantize_input(x, masked_m, global_scale)
     q, sf = new_quantize_outputs(x)
     quantize_into(x, masked_m, q, sf, kernel_for(x), global_scale)

@@ -1,4 +1,5 @@
 """The portable path (exact decode, fp32 accumulation, any device) and the FP4 torch._scaled_mm path."""
+
 import torch
 
 from .layout import group_tensors, matrix, plain_scales

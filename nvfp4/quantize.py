@@ -11,6 +11,7 @@ that of x / (s * G), every step a float32 operation (G = 1 gives the same as non
 in the blocked form, the memory of the reordered layout (docs/MOE.md). The CUDA kernel (csrc/quantize.cuh) and quantize_portable() here
 agree bit for bit; what zeros, subnormals, inf and NaN become is in docs/MOE.md.
 """
+
 import ctypes
 import math
 
@@ -33,7 +34,9 @@ def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:
     blocks = -(-rows // 128)
     padded = plain.new_zeros((*lead, blocks * 128, cols))
     padded[..., :rows, :] = plain
-    return padded.view(*lead, blocks, 4, 32, cols // 4, 4).transpose(-4, -2).contiguous()  # [.., R, 4, 32, K/64, 4] -> [.., R, K/64, 32, 4, 4]
+    return (
+        padded.view(*lead, blocks, 4, 32, cols // 4, 4).transpose(-4, -2).contiguous()
+    )  # [.., R, 4, 32, K/64, 4] -> [.., R, K/64, 32, 4, 4]
 
 
 def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
@@ -46,7 +49,7 @@ def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
 def reordered_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
     """Blocked [R, K/64, 32, 4, 4] scales as the list form's reordered view [32, 4, ceil(rows/128),
     4, K/64, 1] of their first `rows` rows (no copy)."""
-    return blocked[:-(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
+    return blocked[: -(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
 
 
 def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> torch.Tensor | None:
@@ -55,8 +58,9 @@ def _rows_mask(masked_m: torch.Tensor | None, batch: int, rows: int, device) -> 
     return torch.arange(rows, device=device)[None, :] < masked_m.reshape(batch, 1).clamp(0, rows)
 
 
-def quantize_portable(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor,
-                      global_scale: torch.Tensor | None = None) -> None:
+def quantize_portable(
+    x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor, global_scale: torch.Tensor | None = None
+) -> None:
     """The recipe in PyTorch, into q and sf (shapes as quantize() returns them); rows a mask leaves
     out keep what q and sf hold. No host sync: it runs inside a CUDA graph capture too."""
     *lead, rows, k = x.shape
@@ -111,35 +115,49 @@ def global_scale_rows(global_scale: torch.Tensor, x: torch.Tensor) -> torch.Tens
 
 def check_quantize_input(x, masked_m, global_scale=None) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16) or x.dim() < 2:
-        raise ValueError(f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {getattr(x, 'dtype', type(x))} "
-                         f"{tuple(getattr(x, 'shape', ()))}")
+        raise ValueError(
+            f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {getattr(x, 'dtype', type(x))} "
+            f"{tuple(getattr(x, 'shape', ()))}"
+        )
     if x.shape[-1] % 64 or not x.shape[-1]:
         raise ValueError(f"nvfp4.quantize: K={x.shape[-1]} must be a positive multiple of 64")
     if masked_m is not None:
         if x.dim() != 3 or not isinstance(masked_m, torch.Tensor) or masked_m.dtype != torch.int32 or masked_m.shape != (x.shape[0],):
-            raise ValueError(f"nvfp4.quantize: with masked_m, x must be [E, max_m, K] and masked_m int32 [E]; got x "
-                             f"{tuple(x.shape)}, masked_m {getattr(masked_m, 'dtype', type(masked_m))} {tuple(getattr(masked_m, 'shape', ()))}")
+            raise ValueError(
+                f"nvfp4.quantize: with masked_m, x must be [E, max_m, K] and masked_m int32 [E]; got x "
+                f"{tuple(x.shape)}, masked_m {getattr(masked_m, 'dtype', type(masked_m))} {tuple(getattr(masked_m, 'shape', ()))}"
+            )
         if masked_m.device != x.device:
             raise ValueError(f"nvfp4.quantize: masked_m is on {masked_m.device}, x on {x.device}")
     if global_scale is not None:
         lead = x.shape[:-1]
         shapes = {(), (1,), tuple(lead)} | ({(x.shape[0],)} if x.dim() == 3 else set())
         if not isinstance(global_scale, torch.Tensor) or global_scale.dtype != torch.float32 or tuple(global_scale.shape) not in shapes:
-            raise ValueError(f"nvfp4.quantize: global_scale must be float32: one value ([] or [1]), one per batch entry of a 3-D x "
-                             f"([E]) or one per row ({list(lead)}); got {getattr(global_scale, 'dtype', type(global_scale).__name__)} "
-                             f"{tuple(getattr(global_scale, 'shape', ()))} for x {tuple(x.shape)}")
+            raise ValueError(
+                f"nvfp4.quantize: global_scale must be float32: one value ([] or [1]), one per batch entry of a 3-D x "
+                f"([E]) or one per row ({list(lead)}); got {getattr(global_scale, 'dtype', type(global_scale).__name__)} "
+                f"{tuple(getattr(global_scale, 'shape', ()))} for x {tuple(x.shape)}"
+            )
         if global_scale.device != x.device or not global_scale.is_contiguous():
             raise ValueError(f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {global_scale.device}")
 
 
 def new_quantize_outputs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     *lead, rows, k = x.shape
-    return (x.new_empty((*lead, rows, k // 2), dtype=torch.float4_e2m1fn_x2),
-            x.new_empty((*lead, *blocked_scale_shape(rows, k)), dtype=torch.float8_e4m3fn))
+    return (
+        x.new_empty((*lead, rows, k // 2), dtype=torch.float4_e2m1fn_x2),
+        x.new_empty((*lead, *blocked_scale_shape(rows, k)), dtype=torch.float8_e4m3fn),
+    )
 
 
-def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tensor, sf: torch.Tensor, kernel: KernelPath | None,
-                  global_scale: torch.Tensor | None = None) -> None:
+def quantize_into(
+    x: torch.Tensor,
+    masked_m: torch.Tensor | None,
+    q: torch.Tensor,
+    sf: torch.Tensor,
+    kernel: KernelPath | None,
+    global_scale: torch.Tensor | None = None,
+) -> None:
     """quantize() into q and sf: the CUDA kernel of `kernel` on the caller's current queue, or the
     portable recipe."""
     if kernel is None or not x.is_contiguous():
@@ -150,16 +168,39 @@ def quantize_into(x: torch.Tensor, masked_m: torch.Tensor | None, q: torch.Tenso
     launch_quantize(kernel, x, q, sf, math.prod(lead), rows, masked_m, global_scale, strides)
 
 
-def launch_quantize(kernel: KernelPath, x: torch.Tensor, q: torch.Tensor, sf: torch.Tensor, batch: int, rows: int, masked_m=None,
-                    global_scale=None, strides=(0, 0), routed=None) -> None:
+def launch_quantize(
+    kernel: KernelPath,
+    x: torch.Tensor,
+    q: torch.Tensor,
+    sf: torch.Tensor,
+    batch: int,
+    rows: int,
+    masked_m=None,
+    global_scale=None,
+    strides=(0, 0),
+    routed=None,
+) -> None:
     """The quantization kernel on the caller's current queue (its arguments: nvfp4_quantize in
     csrc/nvfp4.cu); routed: (source_row, offsets, sf_offsets), int32 on the GPU, of the routed form."""
     pointer = lambda t: t.data_ptr() if t is not None else 0
     source_row, offsets, sf_offsets = routed or (None, None, None)
     experts = sf_offsets.shape[0] if sf_offsets is not None else 0
-    desc = (ctypes.c_int64 * 15)(x.data_ptr(), q.data_ptr(), sf.data_ptr(), pointer(masked_m), batch, rows, x.shape[-1],
-                                 int(x.dtype == torch.bfloat16), pointer(global_scale), *strides, pointer(source_row), pointer(offsets),
-                                 pointer(sf_offsets), experts)
+    desc = (ctypes.c_int64 * 15)(
+        x.data_ptr(),
+        q.data_ptr(),
+        sf.data_ptr(),
+        pointer(masked_m),
+        batch,
+        rows,
+        x.shape[-1],
+        int(x.dtype == torch.bfloat16),
+        pointer(global_scale),
+        *strides,
+        pointer(source_row),
+        pointer(offsets),
+        pointer(sf_offsets),
+        experts,
+    )
     err = ctypes.create_string_buffer(512)
     if kernel.lib.nvfp4_quantize(desc, kernel.num_sms, current_queue(x.get_device()), err, len(err)):
         raise RuntimeError(f"nvfp4.quantize: {err.value.decode()}")

@@ -6,6 +6,7 @@ or an error it warns once and hands back a correct fallback for the rest of the 
 outcome is recorded beside the build, so that a process that finds a failure, or a check whose
 process died (a fault or a hang kills the CUDA context), spares later processes the kernel.
 """
+
 import os
 import sys
 
@@ -34,7 +35,9 @@ def self_check_input(device: torch.device, out_dtype: torch.dtype = torch.float1
         a, b = (torch.randint(256, (rows, k // 2, 1), dtype=torch.uint8, generator=generator) for rows in (m, n))
         c = torch.full((m, n, 1), float("nan"), dtype=out_dtype)
         for rows, wide in ((m, g % 2 == 0), (n, g % 2 == 1)):
-            memory = torch.randint(1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator)
+            memory = torch.randint(
+                1, 0x7F if wide else 0x31, (1, -(-rows // 128), k // 64, 32, 4, 4), dtype=torch.uint8, generator=generator
+            )
             scales.append(memory.view(torch.float8_e4m3fn).permute(3, 4, 1, 5, 2, 0).to(device))
         abc += [a.view(torch.float4_e2m1fn_x2).to(device), b.view(torch.float4_e2m1fn_x2).to(device), c.to(device)]
         sizes.append((m, n, k, 1))
@@ -55,7 +58,7 @@ def exact_products(tensors: list, sizes, alpha: torch.Tensor | None = None) -> l
         factor = 1.0 if alpha is None else alpha[g].double()
         value = lhs @ rhs.T * factor
         rounding = 2.0**-8 if c is not None and c.dtype == torch.bfloat16 else 0.0
-        allowance = (TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor)
+        allowance = TOLERANCE + (TOLERANCE + rounding) * value.abs() + 2 * (k / 16) * 2.0**-23 * (lhs.abs() @ rhs.abs().T) * factor
         exact.append((value.unsqueeze(-1), allowance.unsqueeze(-1)))
     return exact
 
@@ -67,8 +70,10 @@ def first_mismatch(out: list, exact: list) -> str | None:
         bad = ~((got.double() - value).abs() <= allowance)
         if bad.any():
             row, col, _ = bad.nonzero()[0].tolist()
-            return (f"group {g}: {int(bad.sum())} of {bad.numel()} elements off, the first at row {row}, column {col}: "
-                    f"{got[row, col, 0].item()} instead of {value[row, col, 0].item():.6g}")
+            return (
+                f"group {g}: {int(bad.sum())} of {bad.numel()} elements off, the first at row {row}, column {col}: "
+                f"{got[row, col, 0].item()} instead of {value[row, col, 0].item():.6g}"
+            )
     return None
 
 
@@ -87,7 +92,7 @@ def self_check_failure(path: KernelPath, device: torch.device) -> str | None:
                 tensors, sizes = self_check_input(device, out_dtype)  # new tensors: a plan of their own, in this shape
                 try:
                     path(tensors, sizes, 3, alpha)
-                    failure = first_mismatch(tensors[2:3 * len(sizes):3], exact_products(tensors, sizes, alpha))  # waits for the kernel
+                    failure = first_mismatch(tensors[2 : 3 * len(sizes) : 3], exact_products(tensors, sizes, alpha))  # waits for the kernel
                 except (RuntimeError, ValueError) as e:
                     failure = f"{type(e).__name__}: {e}"
                 if failure is not None:
@@ -131,8 +136,12 @@ def self_checked(path: KernelPath, device: torch.device, verdict: str | None = N
         return path
     has_fp4_scaled_mm = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 10
     fallback = Fallback(scaled_mm_kernel if has_fp4_scaled_mm and not path.emulated else portable_kernel, kernel_name(path), failure)
-    print(f"nvfp4 grouped gemm: the {fallback.kernel} failed its first-use self-check on {device}: {failure}. Using "
-          f"{fallback.path.__name__} for the rest of this process.", file=sys.stderr, flush=True)
+    print(
+        f"nvfp4 grouped gemm: the {fallback.kernel} failed its first-use self-check on {device}: {failure}. Using "
+        f"{fallback.path.__name__} for the rest of this process.",
+        file=sys.stderr,
+        flush=True,
+    )
     return fallback
 
 

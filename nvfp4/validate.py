@@ -1,4 +1,5 @@
 """Clear errors for input the package cannot take, before anything is launched."""
+
 import torch
 
 from .layout import TENSOR_ROLES, group_shapes
@@ -14,8 +15,7 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     hit, so the common case does no string work: a message is only formatted for a check that failed."""
     groups = len(sizes)
     if not groups or len(tensors) != 5 * groups:
-        raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got "
-                         f"{len(tensors)}")
+        raise ValueError(f"nvfp4 grouped gemm: need 5 tensors (a, b, c, sfa, sfb) for each of the {groups} groups, got {len(tensors)}")
     first = tensors[0]
     if not isinstance(first, torch.Tensor):
         _fail(0, f"a is not a tensor but {type(first).__name__}")
@@ -28,8 +28,11 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
             _fail(g, f"L must be 1, got {l}")
         if not (k > 0 and k % 64 == 0):
             _fail(g, f"K must be a positive multiple of 64, got {k}")
-        roles = zip(TENSOR_ROLES, (tensors[3 * g], tensors[3 * g + 1], tensors[3 * g + 2], tensors[3 * groups + 2 * g],
-                                   tensors[3 * groups + 2 * g + 1]), group_shapes(m, n, k, operand_rank))
+        roles = zip(
+            TENSOR_ROLES,
+            (tensors[3 * g], tensors[3 * g + 1], tensors[3 * g + 2], tensors[3 * groups + 2 * g], tensors[3 * groups + 2 * g + 1]),
+            group_shapes(m, n, k, operand_rank),
+        )
         for (name, dtypes), t, shape in roles:
             if not isinstance(t, torch.Tensor):
                 _fail(g, f"{name} is not a tensor but {type(t).__name__}")
@@ -44,8 +47,12 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
         raise ValueError(f"nvfp4 grouped gemm: every group's c must have one dtype, got {sorted(map(str, out_dtypes))}")
     if alpha is not None:
         if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
-            raise ValueError(f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
-                             f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}")
+            raise ValueError(
+                f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
+                f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}"
+            )
         if alpha.get_device() != device or not alpha.is_contiguous():
-            raise ValueError(f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
-                             f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}")
+            raise ValueError(
+                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
+                f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}"
+            )

@@ -22,5 +22,7 @@ def pytest_unconfigure(config):
     """The run's last line: the skipped tests counted by reason (say "needs X" in a skip's reason)."""
     if not _skips:
         return
-    reasons = ", ".join(f"{count} {reason.replace('needs ', 'need ', 1) if count > 1 else reason}" for reason, count in _skips.most_common())
+    reasons = ", ".join(
+        f"{count} {reason.replace('needs ', 'need ', 1) if count > 1 else reason}" for reason, count in _skips.most_common()
+    )
     print(f"{sum(_skips.values())} skipped: {reasons}")

@@ -1,4 +1,5 @@
 """An independent float64 NumPy computation of the problem, straight from the format definitions."""
+
 import numpy as np
 import torch
 
@@ -50,5 +51,6 @@ def assert_matches_exact(outputs, data) -> None:
         bad = ((got - exact).abs() > 1e-3 + 1e-3 * exact.abs() + accumulation) | torch.isnan(got)
         if bad.any():
             i = tuple(bad.nonzero()[0].tolist())
-            raise AssertionError(f"group {g}: {int(bad.sum())} of {bad.numel()} elements off; first at {i}: "
-                                 f"got {got[i].item()}, exact {exact[i].item()}")
+            raise AssertionError(
+                f"group {g}: {int(bad.sum())} of {bad.numel()} elements off; first at {i}: got {got[i].item()}, exact {exact[i].item()}"
+            )

@@ -1,4 +1,5 @@
 """tools/b200_model.py: the B200 estimate's inputs (public figures, tiles, schedules) and its fit."""
+
 import shutil
 import sys
 from collections import Counter
@@ -9,6 +10,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import b200_model as model  # noqa: E402
+
 from harness.floors import floor_us  # noqa: E402
 
 PROBLEM_SOL_US = (18.833, 10.667, 2.406, 1.525)  # docs/PROBLEM.md, the B200 SOL column

@@ -1,10 +1,12 @@
 """The bench/ scripts at the command line: each explains itself with --help, and on a machine
 without a GPU says what it needs instead of failing with a traceback."""
+
 import subprocess
 import sys
 
 import pytest
 import torch
+
 from conftest import ROOT
 
 SCRIPTS = sorted((ROOT / "bench").glob("*.py"))

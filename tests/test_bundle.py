@@ -1,4 +1,5 @@
 """tools/bundle.py: submission.py is the nvfp4 package's leaderboard modules and csrc/, generated."""
+
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import bundle  # noqa: E402
+
 from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
 
 CURRENT = (ROOT / "submission.py").read_text()
@@ -56,7 +58,9 @@ def test_an_edit_to_one_cuda_source_without_bundling_fails_the_check(csrc_copy):
 
 
 def test_the_leaderboard_form_takes_the_default_queue_modules_and_headers():
-    assert "def current_queue(device_index: int) -> int:\n    \"\"\"The default queue's handle, whatever the device.\"\"\"\n    return 0" in CURRENT
+    assert (
+        'def current_queue(device_index: int) -> int:\n    """The default queue\'s handle, whatever the device."""\n    return 0' in CURRENT
+    )
     assert '#line 1 "csrc/host/queue_default.cuh"' in CURRENT and "csrc/host/queue.cuh" not in CURRENT
     assert "stream" not in CURRENT.lower()
     assert "stream" in (ROOT / "nvfp4" / "launch_queue.py").read_text() and "stream" in (ROOT / "csrc" / "host" / "queue.cuh").read_text()
@@ -96,8 +100,11 @@ def test_an_nvcc_error_in_a_source_file_is_reported_at_that_files_line(csrc_copy
     decode.write_text("\n".join(lines) + "\n")
     unit = tmp_path / "bundled.cu"
     unit.write_text(translation_unit(csrc_copy))
-    proc = subprocess.run(["nvcc", "-DNVFP4_ARCH=90", "-std=c++17", "-arch=sm_90a", "-ptx", str(unit), "-o", str(tmp_path / "x.ptx")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["nvcc", "-DNVFP4_ARCH=90", "-std=c++17", "-arch=sm_90a", "-ptx", str(unit), "-o", str(tmp_path / "x.ptx")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0
     assert f'csrc/sm90/decode.cuh({line}): error: identifier "undeclared_name" is undefined' in proc.stdout + proc.stderr
 

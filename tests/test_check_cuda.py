@@ -1,4 +1,5 @@
 """What make check-cuda (and make timeline's note) read in a ptxas report, without nvcc."""
+
 import sys
 
 from conftest import ROOT

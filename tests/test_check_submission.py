@@ -1,4 +1,5 @@
 """tools/check_submission.py: the leaderboard server's gate (its text rules, KernelGuard), applied before a file is sent."""
+
 import importlib.util
 import subprocess
 import sys
@@ -17,8 +18,10 @@ def test_the_submission_passes_the_gate():
     assert problems(SUBMISSION) == []
 
 
-needs_kernelguard = pytest.mark.skipif(importlib.util.find_spec("kernelguard") is None,
-                                       reason="needs KernelGuard (pip install kernelguard==0.3.1; make deps installs it where it can)")
+needs_kernelguard = pytest.mark.skipif(
+    importlib.util.find_spec("kernelguard") is None,
+    reason="needs KernelGuard (pip install kernelguard==0.3.1; make deps installs it where it can)",
+)
 
 
 @needs_kernelguard
@@ -58,15 +61,18 @@ def test_the_banned_word_in_a_comment_fails_with_its_line(tmp_path):
     assert proc.returncode != 0 and f"{path}:4:18" in proc.stderr
 
 
-@pytest.mark.parametrize("text,message", [
-    ("", "the file is empty"),
-    ("  \n\n", "the file is empty"),
-    (b"x = '\xff'\n", "not UTF-8"),
-    ("import numpy\n", "imports 'numpy'"),
-    ("def f():\n    from triton import jit\n", "imports 'triton'"),
-    ("from . import helper\n", "imports '.'"),
-    ("x = (\n", "not valid Python"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "the file is empty"),
+        ("  \n\n", "the file is empty"),
+        (b"x = '\xff'\n", "not UTF-8"),
+        ("import numpy\n", "imports 'numpy'"),
+        ("def f():\n    from triton import jit\n", "imports 'triton'"),
+        ("from . import helper\n", "imports '.'"),
+        ("x = (\n", "not valid Python"),
+    ],
+)
 def test_each_rule_fails_on_its_own(tmp_path, text, message):
     found = problems(planted(tmp_path, text))
     assert len(found) == 1 and message in found[0]

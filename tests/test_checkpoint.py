@@ -1,6 +1,7 @@
 """nvfp4.load_experts: ModelOpt and compressed-tensors checkpoints (either projection naming, one file,
 a directory of shards or a state dict) read into the nvfp4.Experts their tensors make, bit for bit,
 and bad checkpoints refused with a message that names what is wrong. CPU only."""
+
 import pytest
 import torch
 from safetensors.torch import save_file
@@ -10,8 +11,10 @@ import nvfp4
 PREFIX = "model.layers.3.mlp.experts"
 EXPERTS, HIDDEN, INTER = 4, 128, 64
 ROLES = {"gate": INTER, "up": INTER, "down": HIDDEN}  # rows of each projection's weight
-NAMES = {"gate_proj/up_proj/down_proj": {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"},
-         "w1/w3/w2": {"gate": "w1", "up": "w3", "down": "w2"}}
+NAMES = {
+    "gate_proj/up_proj/down_proj": {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"},
+    "w1/w3/w2": {"gate": "w1", "up": "w3", "down": "w2"},
+}
 
 
 def powers_of_two(low: int, high: int, shape, generator: torch.Generator) -> torch.Tensor:
@@ -43,12 +46,23 @@ def checkpoint(layer: dict, fmt: str = "modelopt", naming: str = "gate_proj/up_p
         for role, (codes, scales, weight_scale_2, input_scale) in layer.items():
             name = f"{PREFIX}.{e}.{NAMES[naming][role]}"
             if fmt == "modelopt":
-                tensors.update({f"{name}.weight": codes[e], f"{name}.weight_scale": scales[e],
-                                f"{name}.weight_scale_2": weight_scale_2[e].reshape(()), f"{name}.input_scale": input_scale[e].reshape(())})
+                tensors.update(
+                    {
+                        f"{name}.weight": codes[e],
+                        f"{name}.weight_scale": scales[e],
+                        f"{name}.weight_scale_2": weight_scale_2[e].reshape(()),
+                        f"{name}.input_scale": input_scale[e].reshape(()),
+                    }
+                )
             else:
-                tensors.update({f"{name}.weight_packed": codes[e], f"{name}.weight_scale": scales[e],
-                                f"{name}.weight_global_scale": (1.0 / weight_scale_2[e]).reshape(1),
-                                f"{name}.input_global_scale": (1.0 / input_scale[e]).reshape(1)})
+                tensors.update(
+                    {
+                        f"{name}.weight_packed": codes[e],
+                        f"{name}.weight_scale": scales[e],
+                        f"{name}.weight_global_scale": (1.0 / weight_scale_2[e]).reshape(1),
+                        f"{name}.input_global_scale": (1.0 / input_scale[e]).reshape(1),
+                    }
+                )
     return {key: t.clone() for key, t in tensors.items()}  # one storage each, as save_file requires
 
 
@@ -86,9 +100,9 @@ def test_compressed_tensors_checkpoint_loads_as_modelopt(tmp_path):
     layer = quantized_layer(1)
     save_file(checkpoint(layer, "modelopt"), str(tmp_path / "modelopt.safetensors"))
     save_file(checkpoint(layer, "compressed-tensors", naming="w1/w3/w2"), str(tmp_path / "compressed.safetensors"))
-    assert_same_experts(nvfp4.load_experts(tmp_path / "compressed.safetensors", PREFIX),
-                        nvfp4.load_experts(tmp_path / "modelopt.safetensors", PREFIX))
-
+    assert_same_experts(
+        nvfp4.load_experts(tmp_path / "compressed.safetensors", PREFIX), nvfp4.load_experts(tmp_path / "modelopt.safetensors", PREFIX)
+    )
 
 
 def test_both_formats_give_the_same_layer_output(tmp_path):
@@ -100,8 +114,10 @@ def test_both_formats_give_the_same_layer_output(tmp_path):
     g = torch.Generator().manual_seed(6)
     x = torch.randn(7, HIDDEN, generator=g).to(torch.bfloat16)
     weights, ids = torch.topk(torch.softmax(torch.randn(7, EXPERTS, generator=g), -1), 2, -1)
-    outputs = [nvfp4.fused_moe(x, weights, ids, nvfp4.load_experts(tmp_path / name, PREFIX))
-               for name in ("modelopt.safetensors", "compressed.safetensors")]
+    outputs = [
+        nvfp4.fused_moe(x, weights, ids, nvfp4.load_experts(tmp_path / name, PREFIX))
+        for name in ("modelopt.safetensors", "compressed.safetensors")
+    ]
     assert torch.isfinite(outputs[0]).all() and outputs[0].any()
     assert torch.equal(outputs[0], outputs[1])
 
@@ -157,14 +173,18 @@ def both_formats(tensors):
     return {**tensors, f"{PREFIX}.0.gate_proj.weight_packed": tensors[f"{PREFIX}.0.gate_proj.weight"]}
 
 
-@pytest.mark.parametrize("damage, message", [
-    (drop_expert_2, "has no expert 2"),
-    (drop_up_scale, r"experts\.1\.up_proj\.weight_scale is missing"),
-    (mix_namings, "gate_proj/up_proj/down_proj or w1/w3/w2.*found down_proj, gate_proj, up_proj, w1"),
-    (float32_block_scales, r"experts\.0\.down_proj\.weight_scale has dtype torch.float32, expected torch.float8_e4m3fn"),
-    (narrower_expert, r"experts\.2\.down_proj\.weight has shape \(128, 16\)"),
-    (both_formats, "one format; found input_scale, weight, weight_packed"),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (drop_expert_2, "has no expert 2"),
+        (drop_up_scale, r"experts\.1\.up_proj\.weight_scale is missing"),
+        (mix_namings, "gate_proj/up_proj/down_proj or w1/w3/w2.*found down_proj, gate_proj, up_proj, w1"),
+        (float32_block_scales, r"experts\.0\.down_proj\.weight_scale has dtype torch.float32, expected torch.float8_e4m3fn"),
+        (narrower_expert, r"experts\.2\.down_proj\.weight has shape \(128, 16\)"),
+        (both_formats, "one format; found input_scale, weight, weight_packed"),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_bad_checkpoint_is_refused_naming_the_problem(damage, message):
     """A missing expert or tensor, mixed namings or formats, a wrong dtype and a shape that differs
     between experts are each a ValueError that says which."""

@@ -3,6 +3,7 @@
 Index arithmetic of both kernels (scale-atom offsets, the tile schedule, kernel selection, the
 sm_100a TMEM column plan) against the reference layouts; the sm_100a dry run needs a CUDA GPU.
 """
+
 import ctypes
 import shutil
 import sys
@@ -13,8 +14,8 @@ import torch
 
 import nvfp4
 from conftest import ROOT, requires_cuda
-from reference import generate_full_range_input
 from harness.spec import read_cases
+from reference import generate_full_range_input
 
 sys.path.insert(0, str(ROOT / "tools"))
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -35,8 +36,10 @@ def test_sm90_build_keeps_wgmma_pipelined():
     from check_cuda import WGMMA_SERIALIZED
     from nvcc_build import build
 
-    note = ("ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
-            "insufficient register resources for the function '_ZN5nvfp44sm9012grouped_gemmENS_10LaunchArgsE'")
+    note = (
+        "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "insufficient register resources for the function '_ZN5nvfp44sm9012grouped_gemmENS_10LaunchArgsE'"
+    )
     assert [m.group(1) for m in WGMMA_SERIALIZED.finditer(note)] == ["C7512"]
     _, log = build(90)
     serialized = WGMMA_SERIALIZED.search(log)
@@ -53,7 +56,7 @@ def test_the_cuda_12_8_check_catches_a_call_that_only_cuda_13_has():
     except RuntimeError as e:  # no route to the package registry (make check-cuda fails on it instead)
         pytest.skip(str(e)[:200])
     source = (ROOT / "csrc" / "host" / "plan.cuh").read_text()
-    guarded = source[source.index("#if CUDART_VERSION >= 13000"):source.index("#endif", source.index("#if CUDART_VERSION >= 13000")) + 6]
+    guarded = source[source.index("#if CUDART_VERSION >= 13000") : source.index("#endif", source.index("#if CUDART_VERSION >= 13000")) + 6]
     only_13 = guarded.splitlines()[1]
     assert "cudaGraphAddDependencies(graph, &prev, &node, &edge, 1)" in only_13
     build(100, toolkit=toolkit, device_code=False)
@@ -110,7 +113,9 @@ SHAPE_NAMES = {-1: "chosen", 0: "shape0", 1: "shape1", 2: "shape2"}
 
 @pytest.mark.parametrize("case", schedule_cases(), ids=lambda c: f"G={c['g']}")
 @pytest.mark.parametrize("num_sms", [132, 148])
-@pytest.mark.parametrize("arch,choice", [(a, c) for a in ARCHS for c in SHAPE_CHOICES[a]], ids=lambda v: f"sm{v}" if v in ARCHS else SHAPE_NAMES[v])
+@pytest.mark.parametrize(
+    "arch,choice", [(a, c) for a in ARCHS for c in SHAPE_CHOICES[a]], ids=lambda v: f"sm{v}" if v in ARCHS else SHAPE_NAMES[v]
+)
 def test_schedule_covers_every_tile_once_and_balances(arch, choice, case, num_sms):
     from nvcc_build import load
 
@@ -284,14 +289,17 @@ def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
         assert tiles[:, 4].max() + 1 == units and len({tuple(t[:3]) for t in tiles}) == len(tiles) == 176
 
 
-@pytest.mark.parametrize("sizes,message", [
-    ((4, 4 * 64, 64, 4 * 128, 256, 512), None),                # E, rows, rows per expert, scale rows, N, K: consistent
-    ((4, 4 * 64 - 1, 64, 4 * 128, 256, 512), "need 256 rows"),  # one row short: expert 3 would run past A and C
-    ((4, 4 * 64, 64, 3 * 128, 256, 512), "512 scale rows"),    # the last expert's scale rows past sfa
-    ((4, 4 * 64, 64, 4 * 128, 256, 100), "unsupported MoE problem"),
-    ((4, 4 * 64, 64, 4 * 128, 256, 512, (1 << 20) + 2, 0, 0), "unsupported MoE problem"),  # alpha not 4-byte aligned
-    ((4, 4 * 64, 64, 4 * 128, 256, 512, 1 << 20, 2, 0), "unsupported MoE problem"),        # alpha's column stride neither 0 nor 1
-])
+@pytest.mark.parametrize(
+    "sizes,message",
+    [
+        ((4, 4 * 64, 64, 4 * 128, 256, 512), None),  # E, rows, rows per expert, scale rows, N, K: consistent
+        ((4, 4 * 64 - 1, 64, 4 * 128, 256, 512), "need 256 rows"),  # one row short: expert 3 would run past A and C
+        ((4, 4 * 64, 64, 3 * 128, 256, 512), "512 scale rows"),  # the last expert's scale rows past sfa
+        ((4, 4 * 64, 64, 4 * 128, 256, 100), "unsupported MoE problem"),
+        ((4, 4 * 64, 64, 4 * 128, 256, 512, (1 << 20) + 2, 0, 0), "unsupported MoE problem"),  # alpha not 4-byte aligned
+        ((4, 4 * 64, 64, 4 * 128, 256, 512, 1 << 20, 2, 0), "unsupported MoE problem"),  # alpha's column stride neither 0 nor 1
+    ],
+)
 def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, message):
     """The C API checks the masked form's sizes before anything reaches the GPU (nvfp4/moe.py passes
     consistent ones; another caller may not): a refusal names what does not fit."""
@@ -327,8 +335,10 @@ def test_the_moe_walk_deals_every_tile_to_one_cta_and_balances_sorted_costs(lib,
     assert max(load, default=0) <= lpt.max() + (max(costs) - min(costs)) // 4 if costs else not any(load)
 
 
-@pytest.mark.parametrize("batch,rows,k,threads", [(1, 16384, 7168, 132 * 16 * 256), (3, 1, 64, 1000), (64, 64, 2048, 300),
-                                                   (2, 200, 128, 7), (5, 129, 64, 1), (1, 128, 7168, 448)])
+@pytest.mark.parametrize(
+    "batch,rows,k,threads",
+    [(1, 16384, 7168, 132 * 16 * 256), (3, 1, 64, 1000), (64, 64, 2048, 300), (2, 200, 128, 7), (5, 129, 64, 1), (1, 128, 7168, 448)],
+)
 def test_the_quantize_walk_visits_every_item_once_in_order(lib, batch, rows, k, threads):
     """quantize's grid-stride walk without divisions: each of `threads` threads (at most a few sampled
     on the large walks) visits items first, first + stride, ... as (batch entry, row, unit), the
@@ -341,7 +351,7 @@ def test_the_quantize_walk_visits_every_item_once_in_order(lib, batch, rows, k, 
         out = (ctypes.c_int * (3 * len(expected) + 3))()
         count = lib.nvfp4_quantize_walk(batch, padded, units, first, threads, out, len(expected) + 1)
         assert count == len(expected)  # -1: it went on past the last item
-        assert [tuple(out[3 * i:3 * i + 3]) for i in range(count)] == expected
+        assert [tuple(out[3 * i : 3 * i + 3]) for i in range(count)] == expected
 
 
 def e2m1_ties_blocks(dtype: torch.dtype) -> torch.Tensor:
@@ -377,8 +387,14 @@ def test_the_quantize_arithmetic_matches_the_portable_recipe(lib, dtype):
     quantize_portable(x, None, q, sf)
     codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
     bits = blocks.view(torch.int16).numpy().astype(np.uint16)
-    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16), None,
-                                      codes.ctypes.data_as(ctypes.c_void_p), scales.ctypes.data_as(ctypes.c_void_p))
+    lib.nvfp4_quantize_blocks_on_host(
+        bits.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int64(len(blocks)),
+        int(dtype == torch.bfloat16),
+        None,
+        codes.ctypes.data_as(ctypes.c_void_p),
+        scales.ctypes.data_as(ctypes.c_void_p),
+    )
     np.testing.assert_array_equal(codes.reshape(x.shape[0], 32), q.view(torch.uint8).numpy())
     np.testing.assert_array_equal(scales.reshape(x.shape[0], 4), nvfp4.plain_from_blocked(sf.view(torch.uint8), x.shape[0]).numpy())
 
@@ -395,9 +411,14 @@ def test_the_two_level_quantize_arithmetic_matches_the_independent_recipe(lib, d
     per_block = np.repeat(scale, 128 // 16).astype(np.float32)
     codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
     bits = blocks.view(torch.int16).numpy().astype(np.uint16)
-    lib.nvfp4_quantize_blocks_on_host(bits.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(blocks)), int(dtype == torch.bfloat16),
-                                      per_block.ctypes.data_as(ctypes.c_void_p), codes.ctypes.data_as(ctypes.c_void_p),
-                                      scales.ctypes.data_as(ctypes.c_void_p))
+    lib.nvfp4_quantize_blocks_on_host(
+        bits.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int64(len(blocks)),
+        int(dtype == torch.bfloat16),
+        per_block.ctypes.data_as(ctypes.c_void_p),
+        codes.ctypes.data_as(ctypes.c_void_p),
+        scales.ctypes.data_as(ctypes.c_void_p),
+    )
     expected_codes, expected_scales = quantize_two_level(x, scale)
     np.testing.assert_array_equal(codes.reshape(400, 64), expected_codes)
     np.testing.assert_array_equal(scales.reshape(400, 8), expected_scales)
@@ -467,8 +488,12 @@ def test_the_sm90_fp4_decode_gives_every_code_times_2_to_the_minus_14(lib):
     every = np.arange(1 << 16, dtype=np.uint32)
     words = np.concatenate([every | every << 16, np.random.default_rng(11).integers(0, 1 << 32, 1 << 16, dtype=np.uint32)])
     all_codes, code_pairs = (np.zeros((len(words), 4), np.uint32) for _ in range(2))
-    lib.nvfp4_decode_words_on_host(words.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(len(words)),
-                                   all_codes.ctypes.data_as(ctypes.c_void_p), code_pairs.ctypes.data_as(ctypes.c_void_p))
+    lib.nvfp4_decode_words_on_host(
+        words.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int64(len(words)),
+        all_codes.ctypes.data_as(ctypes.c_void_p),
+        code_pairs.ctypes.data_as(ctypes.c_void_p),
+    )
     np.testing.assert_array_equal(all_codes, code_pairs)
     halves = all_codes.view(np.uint16).reshape(len(words), 4, 2).view(np.float16).astype(np.float64) * 2.0**14
     values = np.array(FP4_VALUES)
@@ -484,6 +509,7 @@ def test_the_sm90_fp4_decode_gives_every_code_times_2_to_the_minus_14(lib):
 def test_dry_run_of_every_official_case_and_64_groups(arch):
     from dry_run import cases, check_case
     from nvcc_build import load
+
     from reference import generate_input
 
     lib = load(arch)

@@ -1,4 +1,5 @@
 """eval.py end to end, in subprocesses, on whatever device is there (the CPU in CI)."""
+
 import os
 import re
 import subprocess
@@ -43,7 +44,10 @@ def test_reference_passes_as_a_submission_with_protocol_lines(tmp_path):
     assert lines["test.1.status"] == "pass" and lines["check"] == "pass"
     assert proc.stdout.rstrip().endswith("\n2 of 2 passed")
     # Readable lines count cases as the progress lines do, from 1 (the protocol's keys count from 0).
-    assert [line.split()[:3] for line in proc.stdout.splitlines() if line.startswith("test ")] == [["test", "1/2", "pass"], ["test", "2/2", "pass"]]
+    assert [line.split()[:3] for line in proc.stdout.splitlines() if line.startswith("test ")] == [
+        ["test", "1/2", "pass"],
+        ["test", "2/2", "pass"],
+    ]
     assert "[eval] test 1/2:" in proc.stderr
 
 
@@ -58,11 +62,9 @@ def test_the_default_submission_passes_and_names_the_device_and_its_path(tmp_pat
 
 
 def test_a_wrong_submission_fails_and_names_the_group(tmp_path):
-    wrong = write_submission(tmp_path, (
-        "def custom_kernel(data):\n"
-        "    out = ref_kernel(data)\n"
-        "    out[1][3, 5, 0] += 1.0\n"
-        "    return out\n"))
+    wrong = write_submission(
+        tmp_path, ("def custom_kernel(data):\n    out = ref_kernel(data)\n    out[1][3, 5, 0] += 1.0\n    return out\n")
+    )
     proc, lines = run_eval(tmp_path, "test", TINY, submission=wrong)
     assert proc.returncode == 112
     assert lines["test.0.status"] == "fail" and lines["check"] == "fail"
@@ -76,11 +78,9 @@ def test_a_wrong_submission_fails_and_names_the_group(tmp_path):
 
 
 def test_a_crashing_submission_fails_its_case_and_the_next_case_still_runs(tmp_path):
-    crash = write_submission(tmp_path, (
-        "def custom_kernel(data):\n"
-        "    if data[3][0][0] == 64:\n"
-        "        os.abort()\n"
-        "    return ref_kernel(data)\n"))
+    crash = write_submission(
+        tmp_path, ("def custom_kernel(data):\n    if data[3][0][0] == 64:\n        os.abort()\n    return ref_kernel(data)\n")
+    )
     proc, lines = run_eval(tmp_path, "test", TWO_CASES, submission=crash)
     assert proc.returncode == 112
     assert lines["test.0.status"] == "fail" and "SIGABRT" in lines["test.0.error"]
@@ -111,10 +111,10 @@ def test_a_hanging_submission_times_out(tmp_path):
 
 
 def test_the_secret_seed_is_hidden_from_the_submission(tmp_path):
-    nosy = write_submission(tmp_path, (
-        "def custom_kernel(data):\n"
-        "    assert 'POPCORN_SEED' not in os.environ, 'secret seed leaked'\n"
-        "    return ref_kernel(data)\n"))
+    nosy = write_submission(
+        tmp_path,
+        ("def custom_kernel(data):\n    assert 'POPCORN_SEED' not in os.environ, 'secret seed leaked'\n    return ref_kernel(data)\n"),
+    )
     proc, lines = run_eval(tmp_path, "test", TINY, submission=nosy, env={"POPCORN_SEED": "987654321"})
     assert proc.returncode == 0, lines
 
@@ -126,7 +126,15 @@ def test_benchmark_mode_on_a_tiny_case(tmp_path):
     runs = int(lines["benchmark.0.runs"])
     best, mean, worst = (float(lines[f"benchmark.0.{k}"]) for k in ("best", "mean", "worst"))
     assert runs >= (3 if ON_GPU else 2) and 0 < best <= mean <= worst
-    assert {key.split(".")[-1] for key in lines if key.startswith("benchmark.0.")} == {"spec", "runs", "mean", "std", "err", "best", "worst"}
+    assert {key.split(".")[-1] for key in lines if key.startswith("benchmark.0.")} == {
+        "spec",
+        "runs",
+        "mean",
+        "std",
+        "err",
+        "best",
+        "worst",
+    }
     assert float(lines["benchmark.0.err"]) == pytest.approx(float(lines["benchmark.0.std"]) / runs**0.5)
     header = next(line for line in proc.stdout.splitlines() if line.startswith("case "))
     assert header.split()[:3] == ["case", "mean", "+-"]
@@ -140,11 +148,9 @@ def test_leaderboard_mode_passes_the_reference(tmp_path):
 
 
 def test_diff_mode_reports_per_group_errors(tmp_path):
-    wrong = write_submission(tmp_path, (
-        "def custom_kernel(data):\n"
-        "    out = ref_kernel(data)\n"
-        "    out[0][1, 2, 0] += 0.5\n"
-        "    return out\n"))
+    wrong = write_submission(
+        tmp_path, ("def custom_kernel(data):\n    out = ref_kernel(data)\n    out[0][1, 2, 0] += 0.5\n    return out\n")
+    )
     proc, _ = run_eval(tmp_path, "diff", TINY, submission=wrong)
     assert proc.returncode == 112
     group_rows = [line.split() for line in proc.stdout.splitlines() if line.split()[:1] in (["0"], ["1"])]
@@ -169,7 +175,8 @@ def test_sizes_outside_the_contract_are_a_spec_error_before_any_submission_runs(
     assert proc.returncode == 113 and lines == {}
     assert proc.stderr.strip().splitlines() == [
         "invalid test case: 'm: [64, 8]; n: [128, 128]; k: [100, 200]; g: 2; seed: 5': every k must be a positive multiple of 64 "
-        "(docs/PROBLEM.md, the sizes the contract allows), got [100, 200]"]
+        "(docs/PROBLEM.md, the sizes the contract allows), got [100, 200]"
+    ]
 
 
 def test_a_submission_that_fails_to_import_is_reported_once(tmp_path):
@@ -177,7 +184,9 @@ def test_a_submission_that_fails_to_import_is_reported_once(tmp_path):
     broken.write_text("def custom_kernel(data)\n    return data\n")
     proc, lines = run_eval(tmp_path, "test", TWO_CASES, submission=broken)
     assert proc.returncode == 112
-    assert proc.stdout.count("failed to import:") == 1 and proc.stdout.count("the submission failed to import") == 2  # once, then a line a case
+    assert (
+        proc.stdout.count("failed to import:") == 1 and proc.stdout.count("the submission failed to import") == 2
+    )  # once, then a line a case
     assert lines["test.0.status"] == lines["test.1.status"] == "fail" and lines["check"] == "fail"
     assert lines["test.1.error"] == "the submission failed to import: SyntaxError: expected ':' (broken.py, line 1)"
     assert "<frozen" not in proc.stdout and proc.stdout.count("expected ':'") == 1  # no importlib frames, the error once
@@ -186,8 +195,13 @@ def test_a_submission_that_fails_to_import_is_reported_once(tmp_path):
 def test_a_closed_popcorn_fd_is_a_clear_error(tmp_path):
     spec = tmp_path / "cases.txt"
     spec.write_text(TINY)
-    proc = subprocess.run([sys.executable, str(ROOT / "eval.py"), "test", str(spec)], env={**os.environ, "POPCORN_FD": "97"},
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "eval.py"), "test", str(spec)],
+        env={**os.environ, "POPCORN_FD": "97"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.strip() == "POPCORN_FD=97 is not a file descriptor open for writing (Bad file descriptor)"
 
 

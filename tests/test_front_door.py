@@ -1,4 +1,5 @@
 """What a newcomer meets first: make's default target, the README's size, the template."""
+
 import os
 import re
 import subprocess
@@ -33,16 +34,21 @@ def test_figures_live_in_one_reference_and_its_log():
     assert not MEASURED.search((ROOT / "README.md").read_text())
     assert len((ROOT / "docs" / "PERF.md").read_text().splitlines()) <= 400
     assert (ROOT / "docs" / "perf-log" / "log.md").is_file()
-    cited = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "csrc").rglob("*.cu*"))
-             for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"section \d", line)]
+    cited = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "csrc").rglob("*.cu*"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"section \d", line)
+    ]
     assert cited == []
 
 
 def test_the_template_passes_the_harness(tmp_path):
     spec = tmp_path / "cases.txt"
     spec.write_text("m: [64, 0, 130]; n: [128, 256, 136]; k: [256, 512, 256]; g: 3; seed: 7\n")
-    proc = subprocess.run([sys.executable, "eval.py", "test", str(spec), "--submission", "template.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "eval.py", "test", str(spec), "--submission", "template.py"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("1 of 1 passed")
     assert 20 <= len((ROOT / "template.py").read_text().splitlines()) <= 40
@@ -50,21 +56,35 @@ def test_the_template_passes_the_harness(tmp_path):
 
 def test_the_readmes_library_example_runs_as_written(tmp_path):
     """The checkpoint the README says how to write, then its example, as written, beside it."""
-    made = subprocess.run([sys.executable, str(ROOT / "examples" / "moe_layer.py"), "--tokens", "8", "--save", "model.safetensors"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "moe_layer.py"), "--tokens", "8", "--save", "model.safetensors"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stderr
     text = (ROOT / "README.md").read_text()
     example = text.split("```python\n", 1)[1].split("```", 1)[0]
-    proc = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"\(16, \d+\)$", proc.stdout.strip()), proc.stdout
 
 
 def test_no_hand_written_cuda_file_passes_400_lines():
     """One job a file: the CUDA sources stay short enough to read whole (the generated wgmma table aside)."""
-    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "csrc").rglob("*.cu*")
-            if p.name != "wgmma_generated.cuh" and (n := len(p.read_text().splitlines())) > 400}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "csrc").rglob("*.cu*")
+        if p.name != "wgmma_generated.cuh" and (n := len(p.read_text().splitlines())) > 400
+    }
     assert long == {}
 
 

@@ -2,15 +2,16 @@
 float64 emulation of the same two-level math (tests/two_level_reference.py quantizes its activations),
 its error against the unquantized bf16 layer stated; dropped routing ids; clear errors; and on a GPU
 the same under a CUDA graph replayed with new tokens and routing, on a side queue, and compiled."""
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import requires_cuda
 from test_moe import DEVICE, HAS_KERNEL
 from two_level_reference import E2M1_VALUES, E4M3_VALUES, quantize_two_level
 
 import nvfp4
+from conftest import requires_cuda
 
 needs_kernel = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
 
@@ -23,7 +24,7 @@ def layer(experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: 
     w2 = (torch.randn(experts, hidden, inter, generator=g) * 0.02).to(dtype)
     x = torch.randn(tokens, hidden, generator=g)
     outliers = torch.randint(tokens * hidden, (max(1, tokens // 4),), generator=g)
-    x.view(-1)[outliers] = (torch.rand(len(outliers), generator=g) * 200 - 100)
+    x.view(-1)[outliers] = torch.rand(len(outliers), generator=g) * 200 - 100
     x = x.to(dtype)
     weights, ids = torch.topk(torch.softmax(torch.randn(tokens, experts, generator=g), -1), top_k, -1)
     unquantized = bf16_layer(x, weights, ids, w13, w2)
@@ -45,7 +46,7 @@ def bf16_layer(x, weights, ids, w13, w2) -> torch.Tensor:
     for t in range(x.shape[0]):
         for j in range(ids.shape[1]):
             e = int(ids[t, j])
-            out[t] += float(weights[t, j]) * (activations(x[t:t + 1], w13[e]) @ w2[e].float().T)[0]
+            out[t] += float(weights[t, j]) * (activations(x[t : t + 1], w13[e]) @ w2[e].float().T)[0]
     return out
 
 
@@ -117,13 +118,16 @@ def test_fp16_input_gives_fp16_output():
     assert y.dtype == torch.float16 and torch.isfinite(y).all()
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda a: {**a, "x": a["x"][:, :64]}, "x must be fp16 or bf16 \\[T, H\\] with H = 128"),
-    (lambda a: {**a, "topk_ids": a["topk_ids"].float()}, "topk_ids must be int32 or int64"),
-    (lambda a: {**a, "topk_weights": a["topk_weights"][:, :1]}, "topk_weights must be floating point"),
-    (lambda a: {**a, "activation": "gelu"}, "activation must be one of"),
-    (lambda a: {**a, "experts": "w13"}, "experts must be an nvfp4.Experts"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda a: {**a, "x": a["x"][:, :64]}, "x must be fp16 or bf16 \\[T, H\\] with H = 128"),
+        (lambda a: {**a, "topk_ids": a["topk_ids"].float()}, "topk_ids must be int32 or int64"),
+        (lambda a: {**a, "topk_weights": a["topk_weights"][:, :1]}, "topk_weights must be floating point"),
+        (lambda a: {**a, "activation": "gelu"}, "activation must be one of"),
+        (lambda a: {**a, "experts": "w13"}, "experts must be an nvfp4.Experts"),
+    ],
+)
 def test_bad_fused_moe_input_raises_a_clear_error(change, message):
     x, weights, ids, experts, _ = layer(4, 128, 64, 3, 2, seed=7)
     args = change({"x": x, "topk_weights": weights, "topk_ids": ids, "experts": experts, "activation": "silu"})
@@ -142,8 +146,11 @@ def test_torch_compile_traces_fused_moe_in_one_graph():
 # ----------------------------------------------------------------------------- on a GPU
 @requires_cuda
 @needs_kernel
-@pytest.mark.parametrize("shape", [(16, 1024, 512, 24, 8), (8, 2048, 1024, 40, 2), (8, 7168, 2048, 6, 8)],
-                         ids=["E16 H1024 F512 top-8", "E8 H2048 F1024 top-2", "E8 H7168 F2048 top-8"])
+@pytest.mark.parametrize(
+    "shape",
+    [(16, 1024, 512, 24, 8), (8, 2048, 1024, 40, 2), (8, 7168, 2048, 6, 8)],
+    ids=["E16 H1024 F512 top-8", "E8 H2048 F1024 top-2", "E8 H7168 F2048 top-8"],
+)
 def test_fused_moe_on_the_gpu_matches_the_emulation(shape, capsys):
     experts, hidden, inter, tokens, top_k = shape
     x, weights, ids, quantized, unquantized = layer(experts, hidden, inter, tokens, top_k, seed=9)
@@ -151,8 +158,10 @@ def test_fused_moe_on_the_gpu_matches_the_emulation(shape, capsys):
     assert torch.isfinite(y).all()
     assert relative(y.float().cpu(), emulated_layer(x, weights, ids, quantized)) < 1e-2
     with capsys.disabled():
-        print(f"\n  fused_moe on {torch.cuda.get_device_name()}, {shape}: relative error against the unquantized bf16 layer "
-              f"{relative(y.float().cpu(), unquantized):.3f}")
+        print(
+            f"\n  fused_moe on {torch.cuda.get_device_name()}, {shape}: relative error against the unquantized bf16 layer "
+            f"{relative(y.float().cpu(), unquantized):.3f}"
+        )
 
 
 @requires_cuda
@@ -190,8 +199,9 @@ def test_the_routed_quantize_kernel_matches_its_portable_form_bit_for_bit(dtype)
     the offset form's layout, against the same in PyTorch ops (quantize_portable, offset_scales), on
     rows with zeros, subnormals, inf and NaN, some pairs dropped: every owned row's codes and every
     scale byte (zeros outside the experts' rows) equal."""
-    from nvfp4.fused_moe import Routing, _quantize_routed, quantize_routed_portable
     from two_level_reference import awkward_activations
+
+    from nvfp4.fused_moe import Routing, _quantize_routed, quantize_routed_portable
 
     nvfp4.prepare()
     x, scale = awkward_activations(300, 512, dtype, seed=12)

@@ -1,20 +1,21 @@
 """The CUDA kernel path on the GPU at hand (skipped without a kernel for it): the package's, and
 submission.py's on the default queue."""
+
 import pytest
 import torch
+from numpy_reference import assert_matches_exact
+from plan_launches import launches
 
 import nvfp4
 import submission
+from conftest import ROOT
+from harness.runners import clone_data
+from harness.spec import read_cases
 from nvfp4.build import kernel_target
 from nvfp4.dispatch import select_path
 from nvfp4.kernel_path import TILES_FEW_ROWS, KernelPath
 from nvfp4.layout import from_leaderboard
 from reference import generate_full_range_input, generate_input
-from harness.runners import clone_data
-from harness.spec import read_cases
-from conftest import ROOT
-from numpy_reference import assert_matches_exact
-from plan_launches import launches
 
 HAS_KERNEL = torch.cuda.is_available() and kernel_target(torch.cuda.get_device_capability()) is not None
 pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
@@ -54,12 +55,15 @@ def test_official_tests(path, case):
     check(path, generate_input(**case.args))
 
 
-@pytest.mark.parametrize("m,n,k", [
-    ((96, 128), (128, 256), (256, 512)),
-    ((512, 384, 200), (256, 384, 1024), (768, 256, 512)),
-    ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),   # M = 1, M and N not multiples of 8/128
-    ((0, 64, 0), (128, 256, 128), (256, 256, 256)),                    # empty groups
-])
+@pytest.mark.parametrize(
+    "m,n,k",
+    [
+        ((96, 128), (128, 256), (256, 512)),
+        ((512, 384, 200), (256, 384, 1024), (768, 256, 512)),
+        ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),  # M = 1, M and N not multiples of 8/128
+        ((0, 64, 0), (128, 256, 128), (256, 256, 256)),  # empty groups
+    ],
+)
 def test_full_range_codes_and_scales(path, m, n, k):
     check(path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 3), calls=3)
 
@@ -103,11 +107,14 @@ def test_benchmark_shapes(path):
 
 
 @pytest.mark.skipif(not HAS_KERNEL or torch.cuda.get_device_capability()[0] != 9, reason="needs an sm_90 GPU (sm_90a kernels)")
-@pytest.mark.parametrize("m,n,k,fixed_n8", [
-    ((1, 17, 0, 129), (1024, 512, 256, 768), (512, 512, 256, 512), 2),  # tiles of 1 to 16 rows issued with N = 16
-    ((192, 320), (3072, 3072), (512, 1024), 14),                        # A chunks of 96 and 112 rows
-    ((256, 256), (128 * 80, 128 * 80), (256, 256), 32),                 # several waves, every tile 256 rows
-])
+@pytest.mark.parametrize(
+    "m,n,k,fixed_n8",
+    [
+        ((1, 17, 0, 129), (1024, 512, 256, 768), (512, 512, 256, 512), 2),  # tiles of 1 to 16 rows issued with N = 16
+        ((192, 320), (3072, 3072), (512, 1024), 14),  # A chunks of 96 and 112 rows
+        ((256, 256), (128 * 80, 128 * 80), (256, 256), 32),  # several waves, every tile 256 rows
+    ],
+)
 def test_kernel_built_for_one_wgmma_n_writes_only_its_tiles_rows(path, m, n, k, fixed_n8):
     """Columns past a tile's rows (the next chunk's A rows, or zeros past the group's) are computed and never stored."""
     data = generate_full_range_input(m, n, k, len(m), seed=sum(m) + fixed_n8)
@@ -133,12 +140,15 @@ def test_the_few_rows_pipeline_on_the_official_tests(few_rows_path, case):
     check(few_rows_path, data)
 
 
-@pytest.mark.parametrize("m,n,k", [
-    ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),  # M = 1, odd M and N, a group of five chunks; tiles of one half
-    ((8, 0, 64, 33, 16, 2, 40, 64), (4096,) * 8, (2048,) * 8),      # decode-like: many tiles, 11 stages wrap
-    ((5, 17), (384, 640), (512, 256)),                                 # a tile whose second half has no rows of B
-    ((24,), (128,), (7168,)),                                          # one tile, 112 K blocks
-])
+@pytest.mark.parametrize(
+    "m,n,k",
+    [
+        ((1, 7, 13, 300), (128, 256, 136, 128), (256, 512, 320, 1024)),  # M = 1, odd M and N, a group of five chunks; tiles of one half
+        ((8, 0, 64, 33, 16, 2, 40, 64), (4096,) * 8, (2048,) * 8),  # decode-like: many tiles, 11 stages wrap
+        ((5, 17), (384, 640), (512, 256)),  # a tile whose second half has no rows of B
+        ((24,), (128,), (7168,)),  # one tile, 112 K blocks
+    ],
+)
 def test_the_few_rows_pipeline_on_full_range_data(few_rows_path, m, n, k):
     check(few_rows_path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 11), calls=3)
 

@@ -1,4 +1,5 @@
 """bench/kernels_ab.py (make kernels-ab): what it builds and what it refuses, without a GPU."""
+
 import subprocess
 import sys
 
@@ -27,8 +28,9 @@ def test_an_unknown_regime_is_refused():
 def test_a_revision_gives_every_file_of_its_csrc_and_the_working_tree_none():
     assert revision_sources(".") is None
     committed = revision_sources("HEAD")
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", "HEAD", "csrc"], capture_output=True, text=True,
-                            check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", "HEAD", "csrc"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert sorted(committed) == sorted(n.removeprefix("csrc/") for n in listed)
     assert "NVFP4_ARCH" in committed["arch.cuh"]
 

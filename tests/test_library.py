@@ -1,6 +1,7 @@
 """nvfp4 as a library: the op (torch.ops.nvfp4.grouped_gemm), its fake implementation,
 torch.compile, and on a GPU the caller's queue, CUDA graph capture and threads, each with data that
 changes behind the call so that a stale pointer, a wrong queue or a missed capture shows."""
+
 import threading
 from itertools import chain
 
@@ -109,13 +110,16 @@ def test_torch_compile_traces_the_op_with_no_graph_break():
     compiled_twice(DEVICE)
 
 
-@pytest.mark.parametrize("what,message", [
-    (lambda a, b, sfa, sfb: (a, b[:1], sfa, sfb), "need one tensor per group"),
-    (lambda a, b, sfa, sfb: ([a[0].unsqueeze(-1)] + a[1:], b, sfa, sfb), "a and b must be 2-D tensors"),
-    (lambda a, b, sfa, sfb: (a, [b[0][:, :64]] + b[1:], sfa, sfb), "group 0: b has shape"),
-    (lambda a, b, sfa, sfb: (a, b, [sfa[0].view(torch.uint8)] + sfa[1:], sfb), "group 0: sfa has dtype torch.uint8"),
-    (lambda a, b, sfa, sfb: (a[0], b, sfa, sfb), "a must be a list with one tensor per group, got Tensor"),
-])
+@pytest.mark.parametrize(
+    "what,message",
+    [
+        (lambda a, b, sfa, sfb: (a, b[:1], sfa, sfb), "need one tensor per group"),
+        (lambda a, b, sfa, sfb: ([a[0].unsqueeze(-1)] + a[1:], b, sfa, sfb), "a and b must be 2-D tensors"),
+        (lambda a, b, sfa, sfb: (a, [b[0][:, :64]] + b[1:], sfa, sfb), "group 0: b has shape"),
+        (lambda a, b, sfa, sfb: (a, b, [sfa[0].view(torch.uint8)] + sfa[1:], sfb), "group 0: sfa has dtype torch.uint8"),
+        (lambda a, b, sfa, sfb: (a[0], b, sfa, sfb), "a must be a list with one tensor per group, got Tensor"),
+    ],
+)
 def test_bad_input_raises_a_clear_error(what, message):
     with pytest.raises(ValueError, match=message):
         nvfp4.grouped_gemm(*what(*operands(*CASE, seed=8)))
@@ -147,13 +151,14 @@ BENCH = ((40, 76, 168, 0), (7168, 7168, 7168, 7168), (2048, 2048, 2048, 2048))  
 
 
 @pytest.fixture(params=["native", "emulated sm_100a"])
-def kernel(request, monkeypatch):
+def kernel(request):
     """(m, n, k, calls a thread makes): the device's own kernel; and the sm_100a kernel under the
     tcgen05 emulation, put in its place (on an sm_90 GPU with nvcc), at sizes it runs in seconds."""
     device = torch.device("cuda", torch.cuda.current_device())
     if request.param == "native":
         nvfp4.prepare(device)
-        return (*BENCH, 50)
+        yield (*BENCH, 50)
+        return
     import shutil
 
     from nvfp4 import dispatch
@@ -164,11 +169,12 @@ def kernel(request, monkeypatch):
     import sys
 
     from conftest import ROOT
+
     sys.path.insert(0, str(ROOT / "tools"))
     from nvcc_build import load
 
-    monkeypatch.setitem(dispatch._paths, device, KernelPath(load(100, emulate_tcgen05=True), device))
-    return (40, 0, 130), (256, 128, 128), (256, 256, 512), 0  # no threads: the emulation models one kernel at a time
+    with dispatch.use_path(device, KernelPath(load(100, emulate_tcgen05=True), device)):
+        yield (40, 0, 130), (256, 128, 128), (256, 256, 512), 0  # no threads: the emulation models one kernel at a time
 
 
 def poisoned_out(a, b):
@@ -301,8 +307,13 @@ def test_a_first_use_inside_a_capture_says_to_prepare_first():
         assert_exact(out, a, b, sfa, sfb)
         print("captured after prepare: exact")
     """)
-    proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n" + code],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n" + code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refused: nvfp4 grouped gemm: the sm_" in proc.stdout and "call nvfp4.prepare() (or the op once) before capturing" in proc.stdout
     assert "captured after prepare: exact" in proc.stdout

@@ -2,11 +2,12 @@
 against float64 on full-range data, rows past each expert's count left alone, the counts read on the
 GPU only (a captured graph replayed with new counts and new data), and quantization bit for bit the
 portable recipe."""
+
 import pytest
 import torch
-from conftest import requires_cuda
 
 import nvfp4
+from conftest import requires_cuda
 from nvfp4.build import kernel_target
 from nvfp4.quantize import quantize_portable
 from nvfp4.self_check import exact_products, first_mismatch
@@ -35,8 +36,13 @@ def moe_operands(experts: int, max_m: int, n: int, k: int, seed: int, device=DEV
     sfa = torch.randint(1, 0x7F, (experts, *blocks(max_m)), generator=g, dtype=torch.uint8)
     sfb = torch.randint(1, 0x21, (experts, *blocks(n)), generator=g, dtype=torch.uint8)
     counts = counts_of(experts, max_m, g)
-    return (a.to(device).view(torch.float4_e2m1fn_x2), sfa.to(device).view(torch.float8_e4m3fn), b.to(device).view(torch.float4_e2m1fn_x2),
-            sfb.to(device).view(torch.float8_e4m3fn), counts.to(device))
+    return (
+        a.to(device).view(torch.float4_e2m1fn_x2),
+        sfa.to(device).view(torch.float8_e4m3fn),
+        b.to(device).view(torch.float4_e2m1fn_x2),
+        sfb.to(device).view(torch.float8_e4m3fn),
+        counts.to(device),
+    )
 
 
 def expert_mismatch(rows_of, a_rows, sfa_rows, b, sfb, counts) -> str | None:
@@ -53,7 +59,7 @@ def expert_mismatch(rows_of, a_rows, sfa_rows, b, sfb, counts) -> str | None:
 
 
 def assert_masked_exact(out, a, sfa, b, sfb, counts):
-    failure = expert_mismatch(lambda e: out[e, :counts[e]], lambda e: a[e, :counts[e]], lambda e: sfa[e], b, sfb, counts)
+    failure = expert_mismatch(lambda e: out[e, : counts[e]], lambda e: a[e, : counts[e]], lambda e: sfa[e], b, sfb, counts)
     assert failure is None, failure
     unwritten = torch.arange(a.shape[1], device=out.device)[None, :] >= counts[:, None]
     assert out[unwritten].isnan().all(), "rows at or past masked_m were written"
@@ -73,8 +79,14 @@ def offset_form(a, sfa, counts):
 def assert_offsets_exact(out, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts):
     first = offsets.tolist()
     sf_first = sf_offsets.tolist()
-    failure = expert_mismatch(lambda e: out[first[e]:first[e + 1]], lambda e: a_off[first[e]:first[e + 1]],
-                              lambda e: sfa_off[sf_first[e] // 128:], b, sfb, counts)
+    failure = expert_mismatch(
+        lambda e: out[first[e] : first[e + 1]],
+        lambda e: a_off[first[e] : first[e + 1]],
+        lambda e: sfa_off[sf_first[e] // 128 :],
+        b,
+        sfb,
+        counts,
+    )
     assert failure is None, failure
 
 
@@ -109,8 +121,14 @@ def test_an_expert_starting_before_an_earlier_one_gets_no_rows():
     out = nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=poisoned(20, 64))
     counts = torch.tensor([10, 0, 0, 8], dtype=torch.int32)
     first, sf_first = [0, 10, 5, 12], [0, 128, 256, 384]
-    failure = expert_mismatch(lambda e: out[first[e]:first[e] + counts[e]], lambda e: a_off[first[e]:first[e] + counts[e]],
-                              lambda e: sfa_off[sf_first[e] // 128:], b, sfb, counts)
+    failure = expert_mismatch(
+        lambda e: out[first[e] : first[e] + counts[e]],
+        lambda e: a_off[first[e] : first[e] + counts[e]],
+        lambda e: sfa_off[sf_first[e] // 128 :],
+        b,
+        sfb,
+        counts,
+    )
     assert failure is None, failure
     assert out[10:12].isnan().all()
 
@@ -122,11 +140,14 @@ def test_offset_layout_pads_each_experts_scale_rows_to_128():
     assert nvfp4.sf_rows_capacity(262, 4) >= 512
 
 
-@pytest.mark.parametrize("what,message", [
-    ("masked_m int64", "masked_m has dtype torch.int64"),
-    ("sfa short", "sfa has shape"),
-    ("out wrong", "out has shape"),
-])
+@pytest.mark.parametrize(
+    "what,message",
+    [
+        ("masked_m int64", "masked_m has dtype torch.int64"),
+        ("sfa short", "sfa has shape"),
+        ("out wrong", "out has shape"),
+    ],
+)
 def test_bad_moe_input_raises_a_clear_error(what, message):
     a, sfa, b, sfb, counts = moe_operands(2, 16, 64, 128, seed=3)
     out = None
@@ -216,10 +237,10 @@ def test_quantize_special_values_become_what_the_docs_say(dtype):
     q, sf = nvfp4.quantize(special_values(dtype))
     codes = torch.stack((q.view(torch.uint8) & 0xF, q.view(torch.uint8) >> 4), -1).flatten(-2)
     plain = nvfp4.plain_from_blocked(sf.view(torch.uint8), 300)
-    assert plain[0, 0] == 0 and (codes[0, :16] == 0).all()                          # zeros: scale 0, codes +0
-    assert plain[2, 0] == 0x7E and codes[2, 3] == 0                                 # NaN: scale 448, code +0
-    assert plain[3, 0] == 0x7E and codes[3, 5] == 0x7 and codes[4, 7] == 0xF        # +-inf: scale 448, +-6
-    assert (codes[5, :16] == 8).all()                                                # -0: the sign bit
+    assert plain[0, 0] == 0 and (codes[0, :16] == 0).all()  # zeros: scale 0, codes +0
+    assert plain[2, 0] == 0x7E and codes[2, 3] == 0  # NaN: scale 448, code +0
+    assert plain[3, 0] == 0x7E and codes[3, 5] == 0x7 and codes[4, 7] == 0xF  # +-inf: scale 448, +-6
+    assert (codes[5, :16] == 8).all()  # -0: the sign bit
     assert plain.view(torch.float8_e4m3fn).float().max() <= 448
 
 
@@ -244,24 +265,24 @@ def test_quantize_of_no_rows_or_no_batch_gives_empty_outputs(shape):
 
 # ----------------------------------------------------------------------------- on a GPU
 @pytest.fixture(params=["native", "emulated sm_100a"])
-def kernel(request, monkeypatch):
+def kernel(request):
     """The cases: the device's own kernel on large ones; the sm_100a kernel under the tcgen05
     emulation (an sm_90 GPU with nvcc) on small ones."""
     if request.param == "native":
         nvfp4.prepare(torch.device("cuda", torch.cuda.current_device()))
-        return "native"
-    use_emulated_sm100(monkeypatch)
-    return "emulated"
+        yield "native"
+        return
+    with use_emulated_sm100():
+        yield "emulated"
 
 
-def use_emulated_sm100(monkeypatch) -> None:
-    """The current GPU's calls run the sm_100a kernel under the tcgen05 emulation (the test's end
-    restores its own path); skips where there is no nvcc or no sm_90 GPU."""
+def use_emulated_sm100():
+    """A block in which the current GPU's calls run the sm_100a kernel under the tcgen05 emulation
+    (its own path again after it); skips where there is no nvcc or no sm_90 GPU."""
     import shutil
     import sys
 
     from conftest import ROOT
-
     from nvfp4 import dispatch
     from nvfp4.kernel_path import KernelPath
 
@@ -271,12 +292,18 @@ def use_emulated_sm100(monkeypatch) -> None:
     from nvcc_build import load
 
     device = torch.device("cuda", torch.cuda.current_device())
-    monkeypatch.setitem(dispatch._paths, device, KernelPath(load(100, emulate_tcgen05=True), device))
+    return dispatch.use_path(device, KernelPath(load(100, emulate_tcgen05=True), device))
 
 
 CASES = {  # (E, max_m, N, K)
-    "native": [(8, 4096, 4096, 7168), (8, 1024, 7168, 2048), (64, 64, 7168, 2048), (256, 16, 3072, 4096), (32, 384, 4096, 1536),
-               (2, 320, 3072, 4096)],
+    "native": [
+        (8, 4096, 4096, 7168),
+        (8, 1024, 7168, 2048),
+        (64, 64, 7168, 2048),
+        (256, 16, 3072, 4096),
+        (32, 384, 4096, 1536),
+        (2, 320, 3072, 4096),
+    ],
     "emulated": [(8, 300, 256, 512), (64, 16, 128, 256), (3, 40, 136, 256)],
 }
 
@@ -318,8 +345,8 @@ def test_a_captured_graph_replays_with_new_counts_and_new_data(kernel):
         for t, u in zip((a, sfa, b, sfb, counts), fresh):
             t.copy_(u)
         rows, sf_rows_fresh, offsets_fresh, sf_offsets_fresh, _ = offset_form(a, sfa, counts)
-        a_off.view(torch.uint8)[:rows.shape[0]].copy_(rows.view(torch.uint8))
-        sfa_off.view(torch.uint8)[:sf_rows_fresh.shape[0]].copy_(sf_rows_fresh.view(torch.uint8))
+        a_off.view(torch.uint8)[: rows.shape[0]].copy_(rows.view(torch.uint8))
+        sfa_off.view(torch.uint8)[: sf_rows_fresh.shape[0]].copy_(sf_rows_fresh.view(torch.uint8))
         offsets.copy_(offsets_fresh)
         sf_offsets.copy_(sf_offsets_fresh)
         out.fill_(float("nan"))
@@ -328,7 +355,7 @@ def test_a_captured_graph_replays_with_new_counts_and_new_data(kernel):
         torch.cuda.synchronize()
         assert_masked_exact(out, a, sfa, b, sfb, counts)
         assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
-        assert out_off[int(offsets[-1]):].isnan().all(), "rows past the last expert were written"
+        assert out_off[int(offsets[-1]) :].isnan().all(), "rows past the last expert were written"
 
 
 @requires_cuda

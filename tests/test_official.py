@@ -1,4 +1,5 @@
 """tools/official.py (make official): the leaderboard's own files laid out around a submission."""
+
 import subprocess
 import sys
 
@@ -9,13 +10,18 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
-from harness.spec import parse_line  # noqa: E402
 from official import PROBLEM, prepare, spec_lines  # noqa: E402
 
+from harness.spec import parse_line  # noqa: E402
+
 TASK = {
-    "files": [{"name": "submission.py", "source": "@SUBMISSION@"}, {"name": "task.py", "source": "task.py"},
-              {"name": "utils.py", "source": "utils.py"}, {"name": "reference.py", "source": "reference.py"},
-              {"name": "eval.py", "source": "../eval_better_bench_grouped_gemm.py"}],
+    "files": [
+        {"name": "submission.py", "source": "@SUBMISSION@"},
+        {"name": "task.py", "source": "task.py"},
+        {"name": "utils.py", "source": "utils.py"},
+        {"name": "reference.py", "source": "reference.py"},
+        {"name": "eval.py", "source": "../eval_better_bench_grouped_gemm.py"},
+    ],
     "tests": [{"m": [96, 128], "n": [128, 256], "k": [256, 512], "g": 2, "seed": 1111}],
     "benchmarks": [{"m": [128, 384], "n": [4096, 4096], "k": [1536, 1536], "g": 2, "seed": 1111}],
 }
@@ -42,7 +48,8 @@ def test_the_files_are_laid_out_as_the_task_names_them(tmp_path):
     assert (scratch / "submission.py").read_text() == (ROOT / "template.py").read_text()
     assert (scratch / "eval.py").read_text() == EVAL and (scratch / "reference.py").read_text() == "# theirs: reference.py\n"
     assert [parse_line(line) for line in spec.read_text().splitlines()] == [
-        {k: tuple(v) if isinstance(v, list) else v for k, v in case.items()} for case in TASK["benchmarks"]]
+        {k: tuple(v) if isinstance(v, list) else v for k, v in case.items()} for case in TASK["benchmarks"]
+    ]
 
 
 def test_our_reference_and_a_cutlass_stub_stand_in_where_asked(tmp_path):
@@ -50,8 +57,13 @@ def test_our_reference_and_a_cutlass_stub_stand_in_where_asked(tmp_path):
     prepare(checkout(tmp_path), ROOT / "submission.py", "test", our_reference=True, stub_cutlass=True, scratch=scratch)
     assert (scratch / "reference.py").read_text() == (ROOT / "reference.py").read_text()
     assert (scratch / "utils.py").read_text() == "# theirs: utils.py\n"
-    found = subprocess.run([sys.executable, "-c", EVAL + "print(issubclass(OpError, Exception) and issubclass(MLIRError, Exception))"],
-                           cwd=tmp_path, env={"PYTHONPATH": str(scratch / "stubs")}, capture_output=True, text=True)
+    found = subprocess.run(
+        [sys.executable, "-c", EVAL + "print(issubclass(OpError, Exception) and issubclass(MLIRError, Exception))"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(scratch / "stubs")},
+        capture_output=True,
+        text=True,
+    )
     assert found.stdout.strip() == "True", found.stderr
 
 

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 import torch
+from numpy_reference import e2m1_to_float, e4m3_to_float, group_product
 
 from conftest import requires_cuda
-from numpy_reference import e2m1_to_float, e4m3_to_float, group_product
-from reference import (FP4_VALUES, decode_fp4, generate_full_range_input, generate_input, has_fp4_scaled_mm,
-                       ref_kernel, to_blocked)
+from reference import FP4_VALUES, decode_fp4, generate_full_range_input, generate_input, has_fp4_scaled_mm, ref_kernel, to_blocked
 
 CPU = torch.device("cpu")
 
@@ -82,10 +81,13 @@ def test_full_range_generation_uses_every_code():
 
 
 @pytest.mark.parametrize("make", [generate_input, generate_full_range_input])
-@pytest.mark.parametrize("case", [
-    ((96, 128), (128, 256), (256, 512)),
-    ((40, 1, 3), (512, 128, 384), (256, 768, 512)),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((96, 128), (128, 256), (256, 512)),
+        ((40, 1, 3), (512, 128, 384), (256, 768, 512)),
+    ],
+)
 def test_reference_matches_float64_numpy(make, case):
     m, n, k = case
     data = make(m, n, k, len(m), seed=sum(m), device=CPU)
@@ -102,8 +104,9 @@ def test_reference_handles_an_empty_group():
 
 
 @requires_cuda
-@pytest.mark.skipif(not torch.cuda.is_available() or not has_fp4_scaled_mm(torch.device("cuda")),
-                    reason="needs an sm_100-class GPU (FP4 _scaled_mm)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not has_fp4_scaled_mm(torch.device("cuda")), reason="needs an sm_100-class GPU (FP4 _scaled_mm)"
+)
 def test_scaled_mm_and_decode_paths_agree():
     data = generate_full_range_input((96, 128), (128, 256), (256, 512), 2, seed=5)
     fast = [c.clone() for c in ref_kernel(data, use_scaled_mm=True)]

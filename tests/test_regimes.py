@@ -1,4 +1,5 @@
 """bench/regimes.py's table (make regimes): the shapes it times and the floors it holds them to."""
+
 import sys
 
 from conftest import ROOT
@@ -37,23 +38,27 @@ def test_outside_the_few_rows_regime_the_larger_of_the_two_floors_holds():
 
 def test_an_unknown_regime_is_refused_before_anything_is_timed():
     import subprocess
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "regimes.py"), "--regimes", "many rows,decode"], capture_output=True,
-                          text=True, timeout=120)
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "regimes.py"), "--regimes", "many rows,decode"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
 
 
 def test_a_progress_line_shows_the_repeats_behind_a_mean():
-    from harness.runners import Stats
     from regimes import spread
+
+    from harness.runners import Stats
 
     assert spread(Stats(runs=7, mean=160e3, std=1e3, err=4e2, best=158.3e3, worst=191.1e3)) == " (7 repeats, 158.30-191.10)"
     assert spread("n/a (RuntimeError: no kernel)") == ""
 
 
 def test_a_repeat_over_three_times_the_best_is_marked_as_a_stall():
-    from harness.runners import Stats
     from peers import stalled
     from regimes import spread
+
+    from harness.runners import Stats
 
     slow = Stats(runs=100, mean=234.25e3, std=5e5, err=5e4, best=180.25e3, worst=5428.19e3)  # perf-log/log.md section 30
     assert stalled(slow) and spread(slow) == " (100 repeats, 180.25-5428.19) !"

@@ -1,4 +1,5 @@
 """The worker-side case runners, in process."""
+
 import pytest
 import torch
 
@@ -68,8 +69,12 @@ def test_strict_mode_warns_about_outputs_that_are_not_the_given_c_in_fp16(tmp_pa
     path.write_text(RETURNS_NEW_TENSORS)
     result = runners.run_benchmark(str(path), TINY, True, 4, 1e12, sets=3, strict=True)
     assert isinstance(result, runners.CaseTiming), result
-    assert result.warnings == ["group 0: the output is not the given c written in place", "group 0: the output is torch.float32, not float16",
-                               "group 1: the output is not the given c written in place", "group 1: the output is torch.float32, not float16"]
+    assert result.warnings == [
+        "group 0: the output is not the given c written in place",
+        "group 0: the output is torch.float32, not float16",
+        "group 1: the output is not the given c written in place",
+        "group 1: the output is torch.float32, not float16",
+    ]
 
 
 SEES_EACH_OBJECT = """
@@ -89,7 +94,7 @@ def timed_calls(tmp_path, name, strict):
     result = runners.run_benchmark(str(path), TINY, False, 5, 1e12, sets=4, strict=strict)
     assert isinstance(result, runners.CaseTiming) and result.warnings == []
     seen = runners.load_kernel(str(path)).__globals__["seen"][4:]  # after the 4 checked first calls
-    repeats = [seen[i:i + 4] for i in range(0, len(seen), 4)]
+    repeats = [seen[i : i + 4] for i in range(0, len(seen), 4)]
     return repeats, [[int(a.view(torch.uint8).sum()) for a in r] for r in repeats]
 
 

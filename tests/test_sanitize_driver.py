@@ -1,4 +1,5 @@
 """tools/sanitize.py, the workload of `make sanitize`, without the sanitizer (on the CPU in CI)."""
+
 import sys
 
 from conftest import ROOT
@@ -21,7 +22,8 @@ def test_an_element_left_unwritten_fails_through_the_poisoned_output(tmp_path, c
         "    before = c.view(-1)[0].clone()  # what the caller left there\n"
         "    out = ref_kernel(data)\n"
         "    c.view(-1)[0] = before  # as if the kernel never wrote it\n"
-        "    return out\n")
+        "    return out\n"
+    )
     assert sanitize.main(["--submission", str(candidate)]) == 1
     assert "FAIL" in capsys.readouterr().out
 

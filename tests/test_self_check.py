@@ -1,12 +1,14 @@
 """The first-use self-check of a kernel never run on real hardware, and the fallbacks it picks."""
+
 import os
 import time
 
 import pytest
 import torch
+from numpy_reference import assert_matches_exact
 
 import nvfp4
-from numpy_reference import assert_matches_exact
+from conftest import requires_cuda
 from nvfp4.build import kernel_target
 from nvfp4.dispatch import select_path
 from nvfp4.kernel_path import TILES_CHOSEN
@@ -14,8 +16,6 @@ from nvfp4.layout import from_leaderboard, group_tensors, plain_scales
 from nvfp4.portable import blocked_scales, dequantize, portable_kernel, scaled_mm_kernel
 from nvfp4.self_check import SELF_CHECK_ENV, exact_products, first_mismatch, self_check_input, self_checked, trusted
 from reference import generate_full_range_input, to_blocked
-
-from conftest import requires_cuda
 
 
 def test_blocked_scales_are_the_layout_scaled_mm_takes():
@@ -57,7 +57,7 @@ def test_a_mismatch_is_named_by_group_and_element():
     tensors, sizes = self_check_input(torch.device("cpu"))
     exact = exact_products(tensors, sizes)
     portable_kernel(tensors, sizes)
-    right = tensors[2:3 * len(sizes):3]
+    right = tensors[2 : 3 * len(sizes) : 3]
     assert first_mismatch(right, exact) is None
     wrong = [o.clone() for o in right]
     wrong[1][3, 7, 0] *= 1.01
@@ -86,6 +86,7 @@ def test_the_bounds_take_a_correct_fp32_accumulation_in_any_order():
 
 class WrongKernel:
     """A stand-in kernel path that computes the right thing except one element."""
+
     arch, emulated = 100, True
     tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
 
@@ -97,6 +98,7 @@ class WrongKernel:
 class AlphaIgnoringKernel:
     """A stand-in kernel path that is right without alpha and leaves alpha out (an epilogue that
     never multiplies)."""
+
     arch, emulated = 100, True
     tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
 
@@ -107,7 +109,11 @@ class AlphaIgnoringKernel:
 def test_a_wrong_result_falls_back_to_the_portable_path_with_one_warning(capfd):
     assert self_checked(WrongKernel(), torch.device("cpu")).path is portable_kernel
     err = capfd.readouterr().err
-    assert err.count("\n") == 1 and "failed its first-use self-check" in err and "group 2: 1 of 17680 elements off, the first at row 100, column 5" in err
+    assert (
+        err.count("\n") == 1
+        and "failed its first-use self-check" in err
+        and "group 2: 1 of 17680 elements off, the first at row 100, column 5" in err
+    )
 
 
 def test_a_kernel_that_ignores_alpha_falls_back(capfd):
@@ -120,14 +126,17 @@ def test_a_kernel_that_ignores_alpha_falls_back(capfd):
 def test_a_kernel_that_raises_falls_back_too(capfd):
     def broken(tensors, sizes, operand_rank, alpha=None):
         raise RuntimeError("nvfp4 grouped gemm: launch failed: too many resources requested for launch")
+
     broken.arch, broken.emulated, broken.tiles, broken.tile_shapes = 100, True, TILES_CHOSEN, (TILES_CHOSEN,)
     assert self_checked(broken, torch.device("cpu")).path is portable_kernel
     assert "RuntimeError: nvfp4 grouped gemm: launch failed" in capfd.readouterr().err
 
 
 @requires_cuda
-@pytest.mark.skipif(not torch.cuda.is_available() or kernel_target(torch.cuda.get_device_capability()) is None,
-                    reason="needs a GPU with a CUDA kernel path (sm_90)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or kernel_target(torch.cuda.get_device_capability()) is None,
+    reason="needs a GPU with a CUDA kernel path (sm_90)",
+)
 def test_a_correct_kernel_passes_silently_and_fast(capfd):
     """The check itself, on this GPU's own kernel (the sm_90a one on an H200)."""
     device = torch.device("cuda", torch.cuda.current_device())
@@ -173,6 +182,7 @@ def test_the_scaled_mm_fallback_hands_its_operands_over_as_scaled_mm_takes_them(
 class CountingKernel:
     """A stand-in kernel path that is right, and counts its calls (a check makes two: fp16 without
     alpha, bf16 with alpha)."""
+
     arch, emulated = 100, True
     tiles, tile_shapes = TILES_CHOSEN, (TILES_CHOSEN,)
 
@@ -233,20 +243,21 @@ def test_the_verdict_lies_beside_the_build_and_the_check_can_be_switched_off(tmp
     assert trusted(kernel, torch.device("cpu")) is kernel and kernel.calls == 2
 
 
-def test_a_fallback_computes_the_calls_of_its_device(monkeypatch, capfd):
+def test_a_fallback_computes_the_calls_of_its_device(capfd):
     """After a failed check, every call on the device goes to the fallback, through the package's
-    entry point: exact, in every output."""
+    entry point: exact, in every output; after dispatch.use_path's block, the device's own path again."""
     from nvfp4 import dispatch
 
     device = torch.device("cpu")
-    monkeypatch.setitem(dispatch._paths, device, self_checked(WrongKernel(), device))
-    assert "failed its first-use self-check" in capfd.readouterr().err
-    assert nvfp4.path_in_use(device).startswith("portable PyTorch path, the fallback after the sm_100a kernel with tcgen05 emulated")
-    data = generate_full_range_input((5, 130, 0), (128, 136, 256), (256, 512, 256), 3, seed=13, device="cpu")
-    for _, _, c in data[0]:
-        c.fill_(float("nan"))
-    assert_matches_exact(nvfp4.custom_kernel(data), data)
-    a = [x[..., 0] for x, _, _ in data[0]]
-    b = [y[..., 0] for _, y, _ in data[0]]
-    out = nvfp4.grouped_gemm(a, b, [s for s, _ in data[2]], [s for _, s in data[2]])
-    assert_matches_exact([o.unsqueeze(-1) for o in out], data)
+    with dispatch.use_path(device, self_checked(WrongKernel(), device)):
+        assert "failed its first-use self-check" in capfd.readouterr().err
+        assert nvfp4.path_in_use(device).startswith("portable PyTorch path, the fallback after the sm_100a kernel with tcgen05 emulated")
+        data = generate_full_range_input((5, 130, 0), (128, 136, 256), (256, 512, 256), 3, seed=13, device="cpu")
+        for _, _, c in data[0]:
+            c.fill_(float("nan"))
+        assert_matches_exact(nvfp4.custom_kernel(data), data)
+        a = [x[..., 0] for x, _, _ in data[0]]
+        b = [y[..., 0] for _, y, _ in data[0]]
+        out = nvfp4.grouped_gemm(a, b, [s for s, _ in data[2]], [s for _, s in data[2]])
+        assert_matches_exact([o.unsqueeze(-1) for o in out], data)
+    assert "fallback" not in nvfp4.path_in_use(device)

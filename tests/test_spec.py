@@ -15,18 +15,26 @@ def write(tmp_path, text):
 
 def test_line_grammar_reads_lists_tuples_ints_and_words():
     assert parse_line("m: [96, 128]; n: (1,2); g: 2; seed: -5; mode: fast") == {
-        "m": (96, 128), "n": (1, 2), "g": 2, "seed": -5, "mode": "fast"}
+        "m": (96, 128),
+        "n": (1, 2),
+        "g": 2,
+        "seed": -5,
+        "mode": "fast",
+    }
 
 
-@pytest.mark.parametrize("line", [
-    "m: [96, 128]; n: [128 256]; k: [256, 512]; g: 2; seed: 1",   # list without comma
-    "m: [96, x]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1",    # non-integer in a list
-    "m: [96, 128] n: [128, 256]; k: [256, 512]; g: 2; seed: 1",   # missing ';'
-    "m: [96, 128]; n: [128, 256]; k: [256, 512]; g: 2",           # missing seed
-    "m: [96]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1",       # m shorter than g
-    "m: [96, 128]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1; x: 3",  # unknown key
-    "m: 1.5; n: [128]; k: [256]; g: 1; seed: 1",                  # a float is no value
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "m: [96, 128]; n: [128 256]; k: [256, 512]; g: 2; seed: 1",  # list without comma
+        "m: [96, x]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1",  # non-integer in a list
+        "m: [96, 128] n: [128, 256]; k: [256, 512]; g: 2; seed: 1",  # missing ';'
+        "m: [96, 128]; n: [128, 256]; k: [256, 512]; g: 2",  # missing seed
+        "m: [96]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1",  # m shorter than g
+        "m: [96, 128]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1; x: 3",  # unknown key
+        "m: 1.5; n: [128]; k: [256]; g: 1; seed: 1",  # a float is no value
+    ],
+)
 def test_bad_lines_are_spec_errors(tmp_path, line):
     with pytest.raises(SpecError):
         read_cases(write(tmp_path, line + "\n"), "tests", None)
@@ -73,11 +81,11 @@ def test_stats_match_the_sample_statistics():
 
 def test_stopping_rule_needs_three_runs_and_100ms():
     steady = [1000.0] * 3
-    assert not should_stop(steady[:2], 2e8, 1e12)      # fewer than 3 repeats
-    assert not should_stop(steady, 5e7, 1e12)          # under 100 ms
-    assert should_stop(steady, 2e8, 1e12)              # relative error 0 < 0.1%
+    assert not should_stop(steady[:2], 2e8, 1e12)  # fewer than 3 repeats
+    assert not should_stop(steady, 5e7, 1e12)  # under 100 ms
+    assert should_stop(steady, 2e8, 1e12)  # relative error 0 < 0.1%
     noisy = [1000.0, 3000.0, 1000.0, 5000.0]
     assert not should_stop(noisy, 2e8, 1e12)
-    assert should_stop(noisy, 2e8, 1e3)                # over the case's time budget
-    assert should_stop(noisy, 121e9, 1e12)             # over 120 s of wall time
+    assert should_stop(noisy, 2e8, 1e3)  # over the case's time budget
+    assert should_stop(noisy, 121e9, 1e12)  # over 120 s of wall time
     assert math.isfinite(calculate_stats([5.0]).std)

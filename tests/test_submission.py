@@ -1,12 +1,13 @@
 """custom_kernel, the package's and submission.py's, on the device at hand: validation, and exactness
 on official and full-range data."""
+
 import pytest
 import torch
+from numpy_reference import assert_matches_exact, group_product
 
 import nvfp4
 import submission
 from harness.runners import clone_data
-from numpy_reference import assert_matches_exact, group_product
 from nvfp4.kernel_path import kernel_takes, kernel_unsupported
 from nvfp4.layout import from_leaderboard
 from nvfp4.portable import portable_kernel
@@ -16,9 +17,9 @@ from reference import generate_full_range_input, generate_input
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 CASES = [
-    ((96, 128), (128, 256), (256, 512)),        # official-like
+    ((96, 128), (128, 256), (256, 512)),  # official-like
     ((1, 7, 40), (128, 256, 384), (256, 512, 768)),  # M = 1, M not a multiple of 8
-    ((0, 16), (128, 128), (256, 256)),           # an empty group
+    ((0, 16), (128, 128), (256, 256)),  # an empty group
 ]
 
 
@@ -73,13 +74,16 @@ def broken(data, group, what):
     return data
 
 
-@pytest.mark.parametrize("what,message", [
-    ("dtype", "c has dtype torch.float32"),
-    ("shape", "a has shape"),
-    ("size", "K must be a positive multiple of 64"),
-    ("scales", "sfa has shape"),
-    ("L", "L must be 1"),
-])
+@pytest.mark.parametrize(
+    "what,message",
+    [
+        ("dtype", "c has dtype torch.float32"),
+        ("shape", "a has shape"),
+        ("size", "K must be a positive multiple of 64"),
+        ("scales", "sfa has shape"),
+        ("L", "L must be 1"),
+    ],
+)
 @ENTRIES
 def test_bad_input_raises_a_clear_error_naming_the_group(entry, what, message):
     data = generate_input((64, 64), (128, 128), (256, 256), 2, seed=2, device=DEVICE)
@@ -98,6 +102,7 @@ def layout_variants(data):
     """(name, input, whether the bulk check must accept it, None for either): the input, layouts the
     full checks also accept, and inputs each of which the full checks refuse for one reason. Group 0
     must have more than 128 rows, group 1 a single row block, group 2 no rows."""
+
     def changed(edit):
         d = clone_data(data)
         edit(*d)
@@ -114,19 +119,31 @@ def layout_variants(data):
 
     def misaligned(t):  # the same shape and strides, one element further into a larger buffer
         e = t.element_size()
-        raw = torch.zeros(t.numel() * e + 16, dtype=torch.uint8)[e:e + t.numel() * e]
+        raw = torch.zeros(t.numel() * e + 16, dtype=torch.uint8)[e : e + t.numel() * e]
         return raw.view(t.dtype).view(t.shape)
 
     def transposed(t):  # a (rows, cols, 1) view of a (cols, rows, 1) tensor: not contiguous
         return t.new_empty((t.shape[1], t.shape[0], 1)).transpose(0, 1)
 
-    variants = [("as generated", data, True),
-                ("A and B as uint8", changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, lambda t: t.view(torch.uint8)) for i in (0, 1)]), True),
-                ("sfa's size-1 dimension with another stride", changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, odd_unit_stride, 1)), None),
-                ("the empty group's sfa in another layout",
-                 changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format), 2)), True),
-                ("the empty group's a and c misaligned", changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, misaligned, 2) for i in (0, 2)]),
-                 True)]
+    variants = [
+        ("as generated", data, True),
+        (
+            "A and B as uint8",
+            changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, lambda t: t.view(torch.uint8)) for i in (0, 1)]),
+            True,
+        ),
+        ("sfa's size-1 dimension with another stride", changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, odd_unit_stride, 1)), None),
+        (
+            "the empty group's sfa in another layout",
+            changed(lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format), 2)),
+            True,
+        ),
+        (
+            "the empty group's a and c misaligned",
+            changed(lambda abc, sfs, sfr, sizes: [group0(abc, sfr, i, misaligned, 2) for i in (0, 2)]),
+            True,
+        ),
+    ]
     refused = {
         "c in float32": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 2, lambda t: t.float()),
         "a shorter": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 0, lambda t: t[:-1]),
@@ -136,7 +153,9 @@ def layout_variants(data):
         "N not a multiple of 8": lambda abc, sfs, sfr, sizes: sizes.__setitem__(0, (sizes[0][0], 12, sizes[0][2], 1)),
         "b misaligned": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 1, misaligned),
         "c not contiguous": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 2, transposed),
-        "sfa with another layout": lambda abc, sfs, sfr, sizes: group0(abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format)),
+        "sfa with another layout": lambda abc, sfs, sfr, sizes: group0(
+            abc, sfr, 3, lambda t: t.clone(memory_format=torch.contiguous_format)
+        ),
         "a group of four tensors": lambda abc, sfs, sfr, sizes: abc.__setitem__(0, abc[0] + (abc[0][2],)),
         "one group too many": lambda abc, sfs, sfr, sizes: abc.append(abc[0]),
         "no groups": lambda abc, sfs, sfr, sizes: [x.clear() for x in (abc, sfs, sfr, sizes)],

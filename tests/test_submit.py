@@ -1,5 +1,6 @@
 """tools/submit.py (make submit): the gate first, then the leaderboard's CLI with the right flags, and
 the server's refusals told in one line."""
+
 import os
 import subprocess
 import sys
@@ -29,14 +30,15 @@ SMALL = "template.py"  # where the file does not matter: KernelGuard reads it in
 
 
 def submit(env, *args):
-    return subprocess.run([sys.executable, "tools/submit.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "tools/submit.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
 
 
 def test_the_default_is_a_test_run_with_plain_output_off_a_terminal(env):
     proc = submit(env)
     assert proc.returncode == 0, proc.stderr
-    args = (open(os.path.join(env["HOME"], "cli_args")).read().split())
+    args = open(os.path.join(env["HOME"], "cli_args")).read().split()
     assert args == ["submit", "--gpu", "B200", "--leaderboard", "nvfp4_group_gemm", "--mode", "test", "--no-tui", "submission.py"]
 
 
@@ -94,12 +96,18 @@ def test_the_closed_leaderboard_is_said_before_sending_and_its_refusal_is_one_li
     assert "more detail" not in proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "submit: refused by the server: the leaderboard nvfp4_group_gemm is past its deadline, and its server refuses every mode "
-        "after one (test, benchmark, profile and leaderboard alike); nothing ran"]
+        "after one (test, benchmark, profile and leaderboard alike); nothing ran"
+    ]
 
 
 def test_another_leaderboard_and_gpu_can_be_named(env):
-    proc = subprocess.run(["make", "-s", "submit", "LEADERBOARD=grayscale_v2", "GPU=H100", "MODE=benchmark", f"SUBMISSION={SMALL}"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["make", "-s", "submit", "LEADERBOARD=grayscale_v2", "GPU=H100", "MODE=benchmark", f"SUBMISSION={SMALL}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "closed" not in proc.stdout
     args = open(os.path.join(env["HOME"], "cli_args")).read().split()

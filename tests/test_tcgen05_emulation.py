@@ -8,6 +8,7 @@ seeds of the asynchronous tensor core, including builds with a deliberately brok
 result) or synchronization (a detector's trap). A trap ends the CUDA context, so those run in a
 fresh process. Needs nvcc and an sm_90 GPU.
 """
+
 import ctypes
 import shutil
 import subprocess
@@ -17,17 +18,17 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
+from plan_launches import launches
 
+from conftest import ROOT
+from harness.runners import clone_data
+from harness.spec import read_cases
 from nvfp4.build import EMULATION_ENV
 from nvfp4.kernel_path import TILES_CHOSEN, TILES_PAIR, TILES_SWAPPED, TILES_UNSWAPPED, KernelPath
 from nvfp4.layout import from_leaderboard
 from nvfp4.self_check import self_check_failure, self_checked
-from conftest import ROOT
-from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
-from plan_launches import launches
 from reference import generate_full_range_input, generate_input
-from harness.runners import clone_data
-from harness.spec import read_cases
 
 sys.path.insert(0, str(ROOT / "tools"))
 ON_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
@@ -53,9 +54,13 @@ def in_fresh_process(code: str) -> tuple[int, str]:
     exit status and its output (a device printf goes to stdout)."""
     prelude = f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tools')!r}, {str(ROOT / 'tests')!r}]\n"
     try:
-        proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=600
+        )
     except subprocess.TimeoutExpired as e:  # a hang: no detector fired
-        return -1, f"timed out after {e.timeout} s: " + (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        return -1, f"timed out after {e.timeout} s: " + (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(
+            errors="replace"
+        )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -63,10 +68,14 @@ def probe_in_fresh_process(call: str, **tensors: str) -> tuple[int, str]:
     """A probe call in a fresh process with the lazy seed, which prints its status: `call` names
     `probes` and, in braces, the tensors given as keyword arguments (each the expression that makes
     it, kept alive through the call)."""
-    lines = ["import ctypes, torch", "from pathlib import Path", "from nvcc_build import build_probes",
-             'probes = build_probes(Path("tests/cuda/tcgen05_probes.cu"))',
-             "probes.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]",
-             f"assert probes.probe_configure({LAZY_SEED}, 20000) == 0"]
+    lines = [
+        "import ctypes, torch",
+        "from pathlib import Path",
+        "from nvcc_build import build_probes",
+        'probes = build_probes(Path("tests/cuda/tcgen05_probes.cu"))',
+        "probes.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]",
+        f"assert probes.probe_configure({LAZY_SEED}, 20000) == 0",
+    ]
     lines += [f"{name} = {expression}" for name, expression in tensors.items()]
     lines.append(f"print('probe status', {call.format(**{name: f'ctypes.c_void_p({name}.data_ptr())' for name in tensors})})")
     return in_fresh_process("\n".join(lines))
@@ -98,7 +107,7 @@ def test_cp_32x128b_warpx4_puts_row_r_in_lane_r_of_every_quarter(probes, column)
     out = torch.zeros(128 * 4, dtype=torch.int32, device="cuda")
     call(probes.probe_cp, atom, column, out)
     rows = atom.cpu().numpy().reshape(32, 16).view("<u4")  # row r: 4 little-endian 32-bit words
-    expected = np.concatenate([rows] * 4)                   # lanes r, r + 32, r + 64, r + 96
+    expected = np.concatenate([rows] * 4)  # lanes r, r + 32, r + 64, r + 96
     np.testing.assert_array_equal(words(out).reshape(128, 4), expected)
 
 
@@ -147,7 +156,7 @@ def test_mma_mxf4nvf4_block16_runs_after_issue_and_matches_its_definition(probes
 
 def operand(codes: np.ndarray, atom: np.ndarray, k_slice: int) -> np.ndarray:
     """The 64 K elements of the slice (low nibble first) of each row, each times its block's scale (rows < 128)."""
-    packed = codes[:, 32 * k_slice: 32 * k_slice + 32]
+    packed = codes[:, 32 * k_slice : 32 * k_slice + 32]
     values = np.stack((e2m1_to_float(packed & 0xF), e2m1_to_float(packed >> 4)), axis=-1).reshape(len(codes), 64)
     return values * np.repeat(atom_scales(atom)[: len(codes)], 16, axis=1)
 
@@ -177,7 +186,9 @@ DETECTORS = {
 
 @pytest.mark.parametrize("rule", list(DETECTORS), ids=list(DETECTORS.values()))
 def test_a_broken_ordering_rule_traps_with_the_detectors_message(rule):
-    status, output = probe_in_fresh_process(f"probes.probe_detector({rule}, {{source}})", source="torch.zeros(1024, dtype=torch.uint8, device='cuda')")
+    status, output = probe_in_fresh_process(
+        f"probes.probe_detector({rule}, {{source}})", source="torch.zeros(1024, dtype=torch.uint8, device='cuda')"
+    )
     assert DETECTORS[rule] in output and f"seed {LAZY_SEED})" in output, output[-3000:]
     assert "probe status 0" not in output
 
@@ -191,8 +202,11 @@ def test_pair_alloc_gives_both_ctas_the_same_columns(probes):
 
 
 def test_pair_alloc_of_different_column_counts_traps():
-    status, output = probe_in_fresh_process("probes.probe_pair_alloc({columns}, {out})", columns="torch.tensor([256, 128], dtype=torch.int32, device='cuda')",
-                                            out="torch.zeros(2, dtype=torch.int32, device='cuda')")
+    status, output = probe_in_fresh_process(
+        "probes.probe_pair_alloc({columns}, {out})",
+        columns="torch.tensor([256, 128], dtype=torch.int32, device='cuda')",
+        out="torch.zeros(2, dtype=torch.int32, device='cuda')",
+    )
     assert "tcgen05.alloc.cta_group::2 with different column counts in the pair" in output, output[-3000:]
 
 
@@ -209,8 +223,8 @@ def test_pair_cp_puts_each_ctas_own_rows_in_its_own_tmem(probes, column):
 def run_pair_mma(probes, k_slice: int, accumulate: int, swap: bool):
     """The pair probe on random full-range operands; (D of each CTA, barrier phases, A halves, B, SFA atoms, SFB atom, d_in)."""
     gen = np.random.default_rng(100 + k_slice)
-    a = gen.integers(0, 256, (2, 128, 128), dtype=np.uint8)      # A rows 128v.. in CTA v
-    b = gen.integers(0, 256, (2, 64, 128), dtype=np.uint8)       # B rows 64v.. in CTA v
+    a = gen.integers(0, 256, (2, 128, 128), dtype=np.uint8)  # A rows 128v.. in CTA v
+    b = gen.integers(0, 256, (2, 64, 128), dtype=np.uint8)  # B rows 64v.. in CTA v
     sfa, sfb = finite_ue4m3((2, 512), gen), finite_ue4m3(512, gen)
     d_in = gen.standard_normal((2, 128, 128)).astype(np.float32)
     dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
@@ -249,8 +263,9 @@ def emulated_path(num_sms: int, overrides: dict | None = None) -> KernelPath:
 TILE_SHAPES = {"unswapped": TILES_UNSWAPPED, "swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
 
-@pytest.fixture(scope="module", params=[(ctas, shape) for shape in TILE_SHAPES for ctas in ("single-tile", "persistent")],
-                ids=lambda p: "-".join(p))
+@pytest.fixture(
+    scope="module", params=[(ctas, shape) for shape in TILE_SHAPES for ctas in ("single-tile", "persistent")], ids=lambda p: "-".join(p)
+)
 def path(request):
     """Every kernel: each tile shape, on as many CTAs as the GPU has SMs (these cases: one tile each)
     or on 2 (each CTA, or the one pair, walks several tiles)."""
@@ -285,12 +300,15 @@ def test_official_tests(path, case, seed):
     check(path, generate_input(**case.args), seed)
 
 
-@pytest.mark.parametrize("m,n,k", [
-    ((96, 300), (128, 256), (256, 512)),       # full-range codes and scales
-    ((1, 7, 13, 129), (128, 256, 136, 128), (256, 512, 256, 768)),   # M = 1, M and N not multiples of 8 / 128
-    ((0, 64), (128, 256), (256, 256)),         # an empty group
-    ((128,), (128,), (2048,)),                 # more K blocks than stages: the ring wraps within a tile
-])
+@pytest.mark.parametrize(
+    "m,n,k",
+    [
+        ((96, 300), (128, 256), (256, 512)),  # full-range codes and scales
+        ((1, 7, 13, 129), (128, 256, 136, 128), (256, 512, 256, 768)),  # M = 1, M and N not multiples of 8 / 128
+        ((0, 64), (128, 256), (256, 256)),  # an empty group
+        ((128,), (128,), (2048,)),  # more K blocks than stages: the ring wraps within a tile
+    ],
+)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_full_range_small_and_odd_shapes(path, m, n, k, seed):
     check(path, generate_full_range_input(m, n, k, len(m), seed=sum(m) + 3), seed)
@@ -306,14 +324,22 @@ def test_sixty_four_groups(path, seed):
 # ----------------------------------------------------------------------------- it catches layout bugs
 BROKEN = {
     "A/B descriptors without the 128-byte swizzle": ("| 1ull << 46 | 2ull << 61;", "| 1ull << 46 | 0ull << 61;"),
-    "scale columns of the next 32 rows": ("instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,",
-                                          "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4 + 1,"),
+    "scale columns of the next 32 rows": (
+        "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,",
+        "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4 + 1,",
+    ),
     # The swapped tiles' own parts: the N side's second piece, and the epilogue's transpose.
     "swapped: the second N piece reads the first piece's A rows": ("desc_ab(n_tile + p * 128 * 128 + k * 32)", "desc_ab(n_tile + k * 32)"),
-    "swapped: the staging written untransposed": ("rows[j * 32 + lane] = __float2half_rn(v[j]);", "rows[lane * 32 + j] = __float2half_rn(v[j]);"),
+    "swapped: the staging written untransposed": (
+        "rows[j * 32 + lane] = __float2half_rn(v[j]);",
+        "rows[lane * 32 + j] = __float2half_rn(v[j]);",
+    ),
     # The pair's split: the odd CTA loading the even one's half of A, or of B.
     "pair: both CTAs load the first half of the A rows": ("a_row = tc.off_m + int(rank) * S::kCtaRowsA", "a_row = tc.off_m"),
-    "pair: both CTAs load the first half of the B rows": ("(t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB", "(t.n_block * S::kCtaGroup) * S::kRowsB"),
+    "pair: both CTAs load the first half of the B rows": (
+        "(t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB",
+        "(t.n_block * S::kCtaGroup) * S::kRowsB",
+    ),
 }
 BROKEN_SHAPE = {"swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
@@ -338,13 +364,23 @@ PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), prob
     # (for a read of the accumulator: "... nothing has written ..." or "... a queued operation has not yet written ...",
     # whichever the MMA's issue order makes it)
     "the epilogue reads the accumulator without waiting for its commit": (
-        [(EPILOGUE_WAIT, "")], 2, ((256, 128), (256, 128), (512, 256)), "tcgen05.ld of TMEM columns"),
+        [(EPILOGUE_WAIT, "")],
+        2,
+        ((256, 128), (256, 128), (512, 256)),
+        "tcgen05.ld of TMEM columns",
+    ),
     "the producer reuses a stage before the MMAs read it (the release committed before them)": (
-        [(RELEASE, ""), (STAGE_LOADED, STAGE_LOADED + RELEASE)], 2, ((128,), (256,), (2048,)),
-        "TMA load into shared memory a pending operation still reads"),
+        [(RELEASE, ""), (STAGE_LOADED, STAGE_LOADED + RELEASE)],
+        2,
+        ((128,), (256,), (2048,)),
+        "TMA load into shared memory a pending operation still reads",
+    ),
     "the single-tile kernel without its completion wait (a fresh barrier's previous phase)": (
-        [("  uint32_t mainloop_phase = 0;\n", "  uint32_t mainloop_phase = kPersistent ? 0 : 1;\n")], 148, ((128, 64), (256, 128), (512, 256)),
-        "tcgen05.ld of TMEM columns"),
+        [("  uint32_t mainloop_phase = 0;\n", "  uint32_t mainloop_phase = kPersistent ? 0 : 1;\n")],
+        148,
+        ((128, 64), (256, 128), (512, 256)),
+        "tcgen05.ld of TMEM columns",
+    ),
 }
 
 
@@ -394,8 +430,14 @@ def test_a_planted_wrong_result_falls_back_with_one_warning_and_passes_the_harne
     planted = tmp_path / "submission.py"
     planted.write_text(text.replace(good, bad))
     env = {**os.environ, EMULATION_ENV: "1"}
-    proc = subprocess.run([sys.executable, "eval.py", "test", "task.yml", "--submission", str(planted)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "eval.py", "test", "task.yml", "--submission", str(planted)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     warnings = [line for line in proc.stderr.splitlines() if "failed its first-use self-check" in line]
     assert len(warnings) == 1 and "elements off, the first at row" in warnings[0] and "Using portable_kernel" in warnings[0]

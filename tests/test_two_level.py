@@ -3,14 +3,15 @@ group or expert, or per expert and column), fp16 or bf16 output, and quantizatio
 bit for bit against an independent implementation of the recipe. On the CPU (the portable path) and,
 where there is one, on the GPU's kernel: on a side queue held busy and across graph replays with
 alpha and data rewritten between them."""
+
 import numpy as np
 import pytest
 import torch
-from conftest import requires_cuda
 from test_moe import DEVICE, HAS_KERNEL, kernel, moe_operands, offset_form, use_emulated_sm100  # noqa: F401 (kernel: a fixture)
 from two_level_reference import awkward_activations, quantize_two_level
 
 import nvfp4
+from conftest import requires_cuda
 from nvfp4.quantize import quantize_portable
 
 needs_kernel = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
@@ -35,8 +36,7 @@ def assert_scaled_exact(got: torch.Tensor, lhs: torch.Tensor, rhs: torch.Tensor,
     bound = ROUNDING[got.dtype] * value.abs() + accumulation + 2.0**-25  # fp16 subnormals: half an ulp at most 2^-25
     error = (got.double().cpu() - value).abs()
     bad = ~(error <= bound)
-    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.numel()} off, e.g. {got[bad][0].item()} for "
-                           f"{value[bad.cpu()][0].item():.6g}")
+    assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.numel()} off, e.g. {got[bad][0].item()} for {value[bad.cpu()][0].item():.6g}"
 
 
 def big_operands(experts: int, max_m: int, n: int, k: int, seed: int):
@@ -54,12 +54,14 @@ def alpha_for(experts: int, n: int, per_column: bool, seed: int) -> torch.Tensor
 
 
 @pytest.fixture(params=["this device's path", "emulated sm_100a"])
-def path(request, monkeypatch):
+def path(request):
     """The path of the device the tests run on (portable on the CPU, the GPU's kernel), and on an sm_90
     GPU with nvcc also the sm_100a kernel under the tcgen05 emulation."""
-    if request.param == "emulated sm_100a":
-        use_emulated_sm100(monkeypatch)
-    return request.param
+    if request.param != "emulated sm_100a":
+        yield request.param
+        return
+    with use_emulated_sm100():
+        yield request.param
 
 
 # ----------------------------------------------------------------------------- the GEMM forms
@@ -67,13 +69,18 @@ def path(request, monkeypatch):
 def test_list_form_applies_alpha_to_sums_past_fp16s_range(out_dtype, path):
     a, sfa, b, sfb, _ = big_operands(3, 40, 64, 512, seed=1)
     m = [40, 7, 33]
-    lhs = [a[g, :m[g]] for g in range(3)]
+    lhs = [a[g, : m[g]] for g in range(3)]
     alpha = alpha_for(3, 64, False, seed=2)
     raw = (decoded(lhs[0], sfa[0]) @ decoded(b[0], sfb[0]).T).abs().max()
     assert raw > 1e6, "the test's raw sums must pass fp16's 65504 by far"
-    out = nvfp4.grouped_gemm([x.view(torch.uint8) for x in lhs], list(b.view(torch.uint8)),
-                             [nvfp4.reordered_from_blocked(sfa[g], m[g]) for g in range(3)],
-                             [nvfp4.reordered_from_blocked(sfb[g], 64) for g in range(3)], alpha=alpha, out_dtype=out_dtype)
+    out = nvfp4.grouped_gemm(
+        [x.view(torch.uint8) for x in lhs],
+        list(b.view(torch.uint8)),
+        [nvfp4.reordered_from_blocked(sfa[g], m[g]) for g in range(3)],
+        [nvfp4.reordered_from_blocked(sfb[g], 64) for g in range(3)],
+        alpha=alpha,
+        out_dtype=out_dtype,
+    )
     for g in range(3):
         assert out[g].dtype == out_dtype
         assert_scaled_exact(out[g], decoded(lhs[g], sfa[g]), decoded(b[g], sfb[g]), alpha[g], f"group {g}")
@@ -93,7 +100,7 @@ def test_moe_forms_apply_alpha_per_expert_or_column(out_dtype, per_column, path)
         if m:
             lhs, rhs = decoded(a[e, :m], sfa[e]), decoded(b[e], sfb[e])
             assert_scaled_exact(out[e, :m], lhs, rhs, alpha[e], f"masked, expert {e}")
-            assert_scaled_exact(out_off[first[e]:first[e + 1]], lhs, rhs, alpha[e], f"offsets, expert {e}")
+            assert_scaled_exact(out_off[first[e] : first[e + 1]], lhs, rhs, alpha[e], f"offsets, expert {e}")
 
 
 def test_without_alpha_the_output_is_what_alpha_one_gives_bit_for_bit():
@@ -104,15 +111,30 @@ def test_without_alpha_the_output_is_what_alpha_one_gives_bit_for_bit():
     assert plain.dtype == torch.float16 and torch.equal(plain[rows], ones[rows])
 
 
-@pytest.mark.parametrize("call,message", [
-    (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(3, device=DEVICE)), r"alpha must be float32 \[E\]"),
-    (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(4, device=DEVICE, dtype=torch.float64)), "alpha must be float32"),
-    (lambda o: nvfp4.grouped_gemm_masked(*o[:5], out_dtype=torch.float32), "out_dtype must be torch.float16 or torch.bfloat16"),
-    (lambda o: nvfp4.grouped_gemm_masked(*o[:5], out=torch.empty(4, 8, 64, dtype=torch.float16, device=DEVICE),
-                                         out_dtype=torch.bfloat16), "out_dtype=torch.bfloat16 but out holds"),
-    (lambda o: nvfp4.grouped_gemm([o[0][0]], [o[2][0]], [nvfp4.reordered_from_blocked(o[1][0], 8)], [nvfp4.reordered_from_blocked(o[3][0], 64)],
-                                  alpha=torch.ones(2, device=DEVICE)), r"alpha must be a float32 tensor \[groups\] = \[1\]"),
-])
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(3, device=DEVICE)), r"alpha must be float32 \[E\]"),
+        (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(4, device=DEVICE, dtype=torch.float64)), "alpha must be float32"),
+        (lambda o: nvfp4.grouped_gemm_masked(*o[:5], out_dtype=torch.float32), "out_dtype must be torch.float16 or torch.bfloat16"),
+        (
+            lambda o: nvfp4.grouped_gemm_masked(
+                *o[:5], out=torch.empty(4, 8, 64, dtype=torch.float16, device=DEVICE), out_dtype=torch.bfloat16
+            ),
+            "out_dtype=torch.bfloat16 but out holds",
+        ),
+        (
+            lambda o: nvfp4.grouped_gemm(
+                [o[0][0]],
+                [o[2][0]],
+                [nvfp4.reordered_from_blocked(o[1][0], 8)],
+                [nvfp4.reordered_from_blocked(o[3][0], 64)],
+                alpha=torch.ones(2, device=DEVICE),
+            ),
+            r"alpha must be a float32 tensor \[groups\] = \[1\]",
+        ),
+    ],
+)
 def test_bad_alpha_or_output_dtype_raises_a_clear_error(call, message):
     operands = moe_operands(4, 8, 64, 256, seed=6)
     with pytest.raises(ValueError, match=message):
@@ -190,8 +212,12 @@ def test_alpha_is_read_on_the_callers_queue_and_at_each_graph_replay(kernel):
 
     a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
     list_alpha = alpha[:2].clone()
-    lists = ([a[e, :40].contiguous() for e in range(2)], [b[e] for e in range(2)],
-             [nvfp4.reordered_from_blocked(sfa[e], 40) for e in range(2)], [nvfp4.reordered_from_blocked(sfb[e], n) for e in range(2)])
+    lists = (
+        [a[e, :40].contiguous() for e in range(2)],
+        [b[e] for e in range(2)],
+        [nvfp4.reordered_from_blocked(sfa[e], 40) for e in range(2)],
+        [nvfp4.reordered_from_blocked(sfb[e], n) for e in range(2)],
+    )
     out_list = [torch.empty(40, n, dtype=torch.float16, device=DEVICE) for _ in range(2)]
     out_off = torch.empty(a_off.shape[0], n, dtype=torch.bfloat16, device=DEVICE)
     nvfp4.grouped_gemm(*lists, out=out_list, alpha=list_alpha)
@@ -217,8 +243,13 @@ def test_alpha_is_read_on_the_callers_queue_and_at_each_graph_replay(kernel):
         first = offsets.tolist()
         for e, m in enumerate(counts.tolist()):
             if m:
-                assert_scaled_exact(out_off[first[e]:first[e + 1]], decoded(a_off[first[e]:first[e + 1]], sfa_off[sf_offsets[e] // 128:]),
-                                    decoded(b[e], sfb[e]), alpha[e], f"replay {replay}, offsets, expert {e}")
+                assert_scaled_exact(
+                    out_off[first[e] : first[e + 1]],
+                    decoded(a_off[first[e] : first[e + 1]], sfa_off[sf_offsets[e] // 128 :]),
+                    decoded(b[e], sfb[e]),
+                    alpha[e],
+                    f"replay {replay}, offsets, expert {e}",
+                )
         for e in range(2):
             assert_scaled_exact(out_list[e], decoded(a[e, :40], sfa[e]), decoded(b[e], sfb[e]), list_alpha[e], f"replay {replay}, list {e}")
 

@@ -1,10 +1,13 @@
 """An independent NumPy implementation of the two-level quantization recipe (docs/MOE.md), written
 from the formats' definitions: every E4M3 and E2M1 value enumerated, nearest taken, ties to the even
 code; float32 steps as NumPy float32 operations. It shares no code with nvfp4/quantize.py."""
+
 import numpy as np
 import torch
 
-E4M3_VALUES = np.array([(b & 7) / 8 * 2.0**-6 if b >> 3 == 0 else (1 + (b & 7) / 8) * 2.0 ** ((b >> 3) - 7) for b in range(127)])  # 0x00-0x7E
+E4M3_VALUES = np.array(
+    [(b & 7) / 8 * 2.0**-6 if b >> 3 == 0 else (1 + (b & 7) / 8) * 2.0 ** ((b >> 3) - 7) for b in range(127)]
+)  # 0x00-0x7E
 E2M1_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 

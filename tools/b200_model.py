@@ -20,6 +20,7 @@ moves a quarter of a 16-byte one's bytes per unit time; an unrolled first fill h
 latency (the fit leans on this for the worklog's v5 -> v5e step). Not modelled: L2 reuse beyond
 reading each byte once from DRAM, multicast, cluster launch control, MMA issue details.
 """
+
 import argparse
 import heapq
 import itertools
@@ -49,26 +50,27 @@ BENCHMARKS = (
 @dataclass(frozen=True)
 class Shape:
     """How one case is tiled and scheduled."""
-    tile_m: int = 128          # output rows (of A) per tile; with `pair`, per CTA pair
-    tile_n: int = 128          # output columns (rows of B) per tile; with `pair`, per CTA pair
-    tile_k: int = 256          # K per pipeline stage
-    pair: bool = False         # cta_group::2: each CTA of a pair loads half of each operand tile and does half the MMA
-    ctas: int = SMS            # CTAs at most (a pair counts as two)
-    order: str = "n_fastest"   # tile order: n_fastest, m_fastest, n_column (each CTA keeps one N tile), ours (the plan's schedule)
+
+    tile_m: int = 128  # output rows (of A) per tile; with `pair`, per CTA pair
+    tile_n: int = 128  # output columns (rows of B) per tile; with `pair`, per CTA pair
+    tile_k: int = 256  # K per pipeline stage
+    pair: bool = False  # cta_group::2: each CTA of a pair loads half of each operand tile and does half the MMA
+    ctas: int = SMS  # CTAs at most (a pair counts as two)
+    order: str = "n_fastest"  # tile order: n_fastest, m_fastest, n_column (each CTA keeps one N tile), ours (the plan's schedule)
     one_tile_per_cta: bool = False  # a CTA per tile, placed on SMs as they free up; else a static schedule over `ctas`
     sort_groups: bool = False  # groups by descending M first
-    swapped: bool = False      # B's rows are the MMA's M side and a tile's A rows its N side, rounded up to 16 (not to tile_m)
+    swapped: bool = False  # B's rows are the MMA's M side and a tile's A rows its N side, rounded up to 16 (not to tile_m)
     single_buffer: bool = False  # one TMEM accumulator: the epilogue never overlaps the next tile's K loop
 
 
 @dataclass(frozen=True)
 class Config:
     name: str
-    shapes: tuple                   # a Shape per benchmark case (the design's choice for that case)
-    store_bytes: int = 4            # bytes per store instruction in the epilogue
-    double_buffered: bool = False   # the epilogue of tile t overlaps the K loop of tile t + 1
-    fill_unrolled: bool = False     # the first pipeline fill issued without waits
-    tiles: int | None = None        # order "ours": the plan's choice of tile shape (None), or that shape (OUR_SHAPES)
+    shapes: tuple  # a Shape per benchmark case (the design's choice for that case)
+    store_bytes: int = 4  # bytes per store instruction in the epilogue
+    double_buffered: bool = False  # the epilogue of tile t overlaps the K loop of tile t + 1
+    fill_unrolled: bool = False  # the first pipeline fill issued without waits
+    tiles: int | None = None  # order "ours": the plan's choice of tile shape (None), or that shape (OUR_SHAPES)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Params:
     """The fitted quantities: DRAM efficiency, per-SM load bandwidth (bytes/us), per-SM store
     bandwidth at 16 bytes a store and wider (bytes/us), launch cost, first-fill latency and per-tile
     fixed cost (us)."""
+
     dram_efficiency: float = 0.75
     load_bw: float = 120e3
     store_bw: float = 60e3
@@ -98,6 +101,7 @@ def store_efficiency(store_bytes: int) -> float:
 class Work:
     """Per tile (numpy arrays): the CTA (or pair) it runs on, its position there, K blocks, and per
     CTA per K block the bytes loaded and FLOP; per CTA the bytes stored."""
+
     unit: np.ndarray
     position: np.ndarray
     k_blocks: np.ndarray
@@ -105,7 +109,7 @@ class Work:
     flop: np.ndarray
     store_bytes: np.ndarray
     units: int
-    slots: int                 # units that fit on the GPU at once
+    slots: int  # units that fit on the GPU at once
     one_tile_per_cta: bool
     double_buffered: bool
     dram_bytes: float
@@ -185,10 +189,19 @@ def work(config: Config, case: int) -> Work:
             columns["flop"].append(2.0 * mma_rows * shape.tile_n * shape.tile_k / split)
             columns["store_bytes"].append(2.0 * rows * cols / split)
     arrays = {key: np.array(v, dtype=float) for key, v in columns.items()}
-    return Work(arrays["unit"].astype(int), arrays["position"].astype(int), arrays["k_blocks"], arrays["load_bytes"], arrays["flop"],
-                arrays["store_bytes"], len(schedule), SMS // split, shape.one_tile_per_cta,
-                config.double_buffered and not shape.single_buffer,
-                sum(mi * k / 2 + n * k / 2 + (mi + n) * k / 16 + 2 * mi * n for mi in m))
+    return Work(
+        arrays["unit"].astype(int),
+        arrays["position"].astype(int),
+        arrays["k_blocks"],
+        arrays["load_bytes"],
+        arrays["flop"],
+        arrays["store_bytes"],
+        len(schedule),
+        SMS // split,
+        shape.one_tile_per_cta,
+        config.double_buffered and not shape.single_buffer,
+        sum(mi * k / 2 + n * k / 2 + (mi + n) * k / 16 + 2 * mi * n for mi in m),
+    )
 
 
 # ----------------------------------------------------------------------------- the time
@@ -241,16 +254,38 @@ WORKLOG = {
     "v1b": (Config("v1b", every_case(one_tile_per_cta=True), store_bytes=32), (37.30, 31.10, 10.60, 8.41)),
     "v1c": (Config("v1c", every_case(one_tile_per_cta=True), store_bytes=32), (37.70, 31.10, 10.50, 8.41)),
     "v2": (Config("v2", every_case(**_V2), store_bytes=32, double_buffered=True), (32.5, 22.9, 10.4, 8.4)),
-    "v2b": (Config("v2b", (Shape(**_V2), Shape(tile_n=256, **_V2), Shape(**_V2), Shape(**_V2)), store_bytes=32, double_buffered=True),
-            (32.9, 21.4, 10.5, 8.4)),
+    "v2b": (
+        Config("v2b", (Shape(**_V2), Shape(tile_n=256, **_V2), Shape(**_V2), Shape(**_V2)), store_bytes=32, double_buffered=True),
+        (32.9, 21.4, 10.5, 8.4),
+    ),
     "v2c": (Config("v2c", _V2C, store_bytes=32, double_buffered=True), (32.1, 20.8, 10.4, 8.4)),
-    "v2e": (Config("v2e", tuple(replace(s, sort_groups=True) for s in _V2C), store_bytes=32, double_buffered=True), (31.4, 20.8, 10.4, 8.39)),
-    "v4": (Config("v4", (Shape(tile_m=64, tile_n=256, ctas=133, order="m_fastest", sort_groups=True),
-                                 Shape(tile_m=64, tile_n=256, ctas=148, order="m_fastest", sort_groups=True),
-                                 Shape(tile_m=64, tile_n=256, ctas=128, sort_groups=True), Shape(tile_m=64, tile_n=256, ctas=128, sort_groups=True)),
-                   store_bytes=32, double_buffered=True), (39.5, 21.2, 12.1, 8.41)),
-    "v5": (Config("v5", (Shape(ctas=128, **_V5_PAIR), Shape(ctas=112, **_V5_PAIR), Shape(ctas=120, **_V5_PAIR), Shape(ctas=128, sort_groups=True)),
-                  store_bytes=32, double_buffered=True), (29.0, 20.8, 10.3, 8.4)),
+    "v2e": (
+        Config("v2e", tuple(replace(s, sort_groups=True) for s in _V2C), store_bytes=32, double_buffered=True),
+        (31.4, 20.8, 10.4, 8.39),
+    ),
+    "v4": (
+        Config(
+            "v4",
+            (
+                Shape(tile_m=64, tile_n=256, ctas=133, order="m_fastest", sort_groups=True),
+                Shape(tile_m=64, tile_n=256, ctas=148, order="m_fastest", sort_groups=True),
+                Shape(tile_m=64, tile_n=256, ctas=128, sort_groups=True),
+                Shape(tile_m=64, tile_n=256, ctas=128, sort_groups=True),
+            ),
+            store_bytes=32,
+            double_buffered=True,
+        ),
+        (39.5, 21.2, 12.1, 8.41),
+    ),
+    "v5": (
+        Config(
+            "v5",
+            (Shape(ctas=128, **_V5_PAIR), Shape(ctas=112, **_V5_PAIR), Shape(ctas=120, **_V5_PAIR), Shape(ctas=128, sort_groups=True)),
+            store_bytes=32,
+            double_buffered=True,
+        ),
+        (29.0, 20.8, 10.3, 8.4),
+    ),
     "v5e": (Config("v5e", every_case(**_V5E), store_bytes=32, double_buffered=True, fill_unrolled=True), (28.4, 20.6, 8.71, 6.54)),
     "v5g": (Config("v5g", every_case(**_V5E), store_bytes=32, double_buffered=True, fill_unrolled=True), (28.5, 20.3, 8.51, 6.49)),
     "v6": (Config("v6", _V6, store_bytes=32, double_buffered=True, fill_unrolled=True), (27.9, 19.7, 8.5, 6.43)),
@@ -263,11 +298,13 @@ WORKLOG = {
 OURS = Config("ours", every_case(order="ours"), store_bytes=16, double_buffered=True, fill_unrolled=True)
 # Earlier and other forms of it, which the model ranks against it.
 CANDIDATES = {
-    "ours-half2": replace(OURS, name="ours-half2", store_bytes=4, fill_unrolled=False, tiles=0),  # 4-byte half2 stores, waits in the first fill
+    "ours-half2": replace(
+        OURS, name="ours-half2", store_bytes=4, fill_unrolled=False, tiles=0
+    ),  # 4-byte half2 stores, waits in the first fill
     "ours-waited-fill": replace(OURS, name="ours-waited-fill", fill_unrolled=False, tiles=0),
     "ours-unswapped": replace(OURS, name="ours-unswapped", tiles=0),  # the 128 x 128 tiles only
-    "ours-swapped": replace(OURS, name="ours-swapped", tiles=1),      # the swapped tiles only
-    "ours-pair": replace(OURS, name="ours-pair", tiles=2),            # the pair's tiles only
+    "ours-swapped": replace(OURS, name="ours-swapped", tiles=1),  # the swapped tiles only
+    "ours-pair": replace(OURS, name="ours-pair", tiles=2),  # the pair's tiles only
 }
 
 
@@ -323,13 +360,16 @@ def design_space() -> list[Shape]:
     beside 48 scale columns)."""
     shapes = []
     for swapped, pair, tile_m, order, sort, single in itertools.product(
-            (False, True), (False, True), (64, 96, 128, 160, 192, 256), ("n_fastest", "m_fastest", "n_column"), (False, True), (False, True)):
+        (False, True), (False, True), (64, 96, 128, 160, 192, 256), ("n_fastest", "m_fastest", "n_column"), (False, True), (False, True)
+    ):
         if not swapped and (tile_m not in (128, 256) or (tile_m == 256 and not pair)):
             continue
         for tile_n in ((256,) if pair else (128,)) if swapped else ((128, 256) if pair else (128,)):
             columns = tile_m if swapped else tile_n // (2 if pair else 1)  # accumulator columns per CTA
             if single or 2 * columns + 48 <= 512:
-                shapes.append(Shape(tile_m=tile_m, tile_n=tile_n, pair=pair, order=order, sort_groups=sort, swapped=swapped, single_buffer=single))
+                shapes.append(
+                    Shape(tile_m=tile_m, tile_n=tile_n, pair=pair, order=order, sort_groups=sort, swapped=swapped, single_buffer=single)
+                )
     return shapes
 
 
@@ -348,12 +388,18 @@ def best_designs(params: Params) -> list[tuple[float, Shape]]:
 
 # ----------------------------------------------------------------------------- the command line
 def case_table(config: Config, params: Params) -> str:
-    lines = [f"{config.name}: per case", "| case | tiles | units | DRAM MB | DRAM us | slowest unit us | estimate us | SOL us |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{config.name}: per case",
+        "| case | tiles | units | DRAM MB | DRAM us | slowest unit us | estimate us | SOL us |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c, (m, n, k) in enumerate(BENCHMARKS):
         w = work(config, c)
         e = estimate(config, w, params)
         sol = floor_us(B200, m, (n,) * len(m), (k,) * len(m))
-        lines.append(f"| {c} | {len(w.k_blocks)} | {w.units} | {w.dram_bytes / 1e6:.1f} | {e.dram_us:.2f} | {e.slowest_unit_us:.2f} | {e.us:.2f} | {sol:.2f} |")
+        lines.append(
+            f"| {c} | {len(w.k_blocks)} | {w.units} | {w.dram_bytes / 1e6:.1f} | {e.dram_us:.2f} | {e.slowest_unit_us:.2f} | {e.us:.2f} | {sol:.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ of the package other than `from .module import name` at a module's top level.
 --check fails when submission.py is not what the sources produce, or when
 csrc/sm90/wgmma_generated.cuh is not what tools/gen_wgmma.py writes.
 """
+
 import argparse
 import ast
 import sys
@@ -26,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
 
-MODULES = ("layout", "validate", "portable", "launch_queue", "cuda_source", "build", "kernel_path", "self_check", "dispatch",
-           "leaderboard")
+MODULES = ("layout", "validate", "portable", "launch_queue", "cuda_source", "build", "kernel_path", "self_check", "dispatch", "leaderboard")
 SWAPPED = {"launch_queue": "launch_queue_default"}  # module -> the module written in its place
 HEADER = '''"""NVFP4 block-scaled grouped GEMM: C_i = (A_i * SFA_i) @ (B_i * SFB_i)^T in fp16, for every group i.
 
@@ -46,11 +46,11 @@ queue (CUDA's handle 0), the one the leaderboard's harness times. A kernel never
 hardware (sm_100a) is self-checked on its first use and replaced by a correct path if it fails.
 """
 '''
-TRAILER = '''
+TRAILER = """
 
 if __name__ == "__main__":
     build_for_this_machine()
-'''
+"""
 
 
 class BundleError(Exception):
@@ -118,8 +118,11 @@ def _imports(modules: list[Module]) -> str:
     groups = []
     for stdlib in (True, False):
         lines = [f"import {name}" for name in sorted(plain) if (name.split(".")[0] in sys.stdlib_module_names) == stdlib]
-        lines += [f"from {module} import {', '.join(sorted(names))}" for module, names in sorted(named.items())
-                  if (module.split(".")[0] in sys.stdlib_module_names) == stdlib]
+        lines += [
+            f"from {module} import {', '.join(sorted(names))}"
+            for module, names in sorted(named.items())
+            if (module.split(".")[0] in sys.stdlib_module_names) == stdlib
+        ]
         if lines:
             groups.append("\n".join(lines))
     return "\n\n".join(groups)
@@ -133,10 +136,12 @@ def _section(title: str, docstring: str) -> str:
 def cuda_region(source: str) -> str:
     if '"""' in source or source.rstrip().endswith("\\"):
         raise BundleError('the CUDA sources hold """ or end in a backslash, which the raw string in submission.py cannot carry')
-    return (f'CUDA_SOURCE = r"""\n{source}"""\n\n\n'
-            'def cuda_source() -> str:\n'
-            '    """The complete CUDA translation unit (built with -DNVFP4_ARCH=90 or 100); its launches go to the default queue."""\n'
-            '    return CUDA_SOURCE')
+    return (
+        f'CUDA_SOURCE = r"""\n{source}"""\n\n\n'
+        "def cuda_source() -> str:\n"
+        '    """The complete CUDA translation unit (built with -DNVFP4_ARCH=90 or 100); its launches go to the default queue."""\n'
+        "    return CUDA_SOURCE"
+    )
 
 
 def bundled(package: Path = PACKAGE, cuda: str | None = None) -> str:
@@ -149,11 +154,13 @@ def bundled(package: Path = PACKAGE, cuda: str | None = None) -> str:
             module.defined = {"cuda_source", "CUDA_SOURCE"}
         for defined in module.defined:
             if defined in provided:
-                raise BundleError(f"{defined} is defined by both nvfp4/{provided[defined]}.py and nvfp4/{source_name}.py, "
-                                  "which share submission.py's one namespace")
+                raise BundleError(
+                    f"{defined} is defined by both nvfp4/{provided[defined]}.py and nvfp4/{source_name}.py, "
+                    "which share submission.py's one namespace"
+                )
             provided[defined] = source_name
         for imported_from, imported in module.package_imports():
-            if imported_from not in MODULES[:len(modules)]:
+            if imported_from not in MODULES[: len(modules)]:
                 raise BundleError(f"nvfp4/{source_name}.py imports from .{imported_from}, which is not bundled before it")
             if provided.get(imported) != SWAPPED.get(imported_from, imported_from):
                 raise BundleError(f"nvfp4/{source_name}.py imports {imported} from .{imported_from}, which does not define it")
@@ -165,9 +172,15 @@ def bundled(package: Path = PACKAGE, cuda: str | None = None) -> str:
     parts = [HEADER, _imports([m for m in modules if m.name != "cuda_source"])]
     for name, module in zip(MODULES, modules):
         if name == "cuda_source":
-            parts.append(_section("nvfp4/cuda_source.py, written in", "The CUDA translation unit for the leaderboard: csrc/ with "
-                                  "host/queue_default.cuh\nin place of host/queue.cuh (the default queue only).")
-                         + "\n\n" + cuda_region(source))
+            parts.append(
+                _section(
+                    "nvfp4/cuda_source.py, written in",
+                    "The CUDA translation unit for the leaderboard: csrc/ with "
+                    "host/queue_default.cuh\nin place of host/queue.cuh (the default queue only).",
+                )
+                + "\n\n"
+                + cuda_region(source)
+            )
         else:
             parts.append(_section(f"nvfp4/{module.name}.py", module.docstring) + "\n\n" + module.body())
     return "\n\n\n".join(part.strip("\n") for part in parts) + "\n" + TRAILER
@@ -178,7 +191,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if submission.py is not what the sources produce")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tools"))
-    from gen_wgmma import OUT as GENERATED, generated
+    from gen_wgmma import OUT as GENERATED
+    from gen_wgmma import generated
 
     try:
         if args.check and GENERATED.read_text() != generated():

@@ -13,6 +13,7 @@ source against the CUDA 12.8 headers (host code and PTX; the 12.8 wheels have no
 so no machine code), and the same full checks with the CUDA 13.1 nvcc. Needs nvcc (13.0 or
 newer), no GPU. The libraries and ptxas logs stay in build/ (the tests reuse them).
 """
+
 import argparse
 import re
 import shutil
@@ -20,6 +21,7 @@ import sys
 
 from cuda_toolkits import Toolkit, fetch
 from nvcc_build import LEADERBOARD_OVERRIDES, MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library
+
 from nvfp4.build import BUILD_TARGETS
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -49,8 +51,11 @@ def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
     found = ptxas_problems(log)
     spills = [p for p in found if not p.startswith("ptxas ")]
     registers = ", ".join(re.findall(r"Used (\d+) registers", log))
-    print(f"{name}: {kernels} kernel(s), registers {registers}; stack frames and spills: "
-          f"{'FOUND' if spills else 'none'}; serialized wgmma: {'FOUND' if len(found) > len(spills) else 'none'}", flush=True)
+    print(
+        f"{name}: {kernels} kernel(s), registers {registers}; stack frames and spills: "
+        f"{'FOUND' if spills else 'none'}; serialized wgmma: {'FOUND' if len(found) > len(spills) else 'none'}",
+        flush=True,
+    )
     return ([] if kernels else [f"{name}: ptxas reported no kernel"]) + [f"{name}: {p}" for p in found]
 
 

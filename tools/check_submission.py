@@ -12,6 +12,7 @@ package is installed, the file is run through its API mode under the default and
 profile, each verdict is printed, and a file either profile would filter fails.
 Exit 0 when the file passes, 1 with one line per problem otherwise. See docs/PROBLEM.md.
 """
+
 import ast
 import importlib.util
 import json
@@ -35,7 +36,7 @@ def problems(path: Path) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return found + [f"{path}: not UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r})"]
+        return found + [f"{path}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})"]
     for number, line in enumerate(text.splitlines(), 1):
         column = line.lower().find(BANNED_WORD)
         while column >= 0:
@@ -54,7 +55,9 @@ def problems(path: Path) -> list[str]:
             continue
         for module in modules:
             if module.startswith(".") or module.split(".")[0] not in ALLOWED_IMPORTS:
-                found.append(f"{path}:{node.lineno}: imports {module!r}; the leaderboard provides only the standard library, torch and task")
+                found.append(
+                    f"{path}:{node.lineno}: imports {module!r}; the leaderboard provides only the standard library, torch and task"
+                )
     return found
 
 
@@ -64,8 +67,9 @@ KERNELGUARD_PROFILES = ("default", "strict")
 def kernelguard(path: Path, profile: str) -> dict:
     """KernelGuard's verdict on the file, as the server asks for it: its CLI in API mode, the code on
     standard input, one JSON object out (classification, should_filter, matched_patterns)."""
-    proc = subprocess.run([sys.executable, "-m", "kernelguard", "--profile", profile, "--api-mode"], input=path.read_bytes(),
-                          capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelguard", "--profile", profile, "--api-mode"], input=path.read_bytes(), capture_output=True, timeout=300
+    )
     lines = [line for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()]
     if proc.returncode or not lines:
         raise RuntimeError(f"kernelguard failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
@@ -83,10 +87,14 @@ def kernelguard_problems(path: Path) -> list[str]:
         patterns = ", ".join(f"{m['pattern']} ({m['severity']})" for m in verdict["matched_patterns"]) or "none"
         # The server acts on should_filter alone; the classification and patterns are KernelGuard's notes.
         outcome = f"would FILTER it ({verdict['filter_reason']})" if verdict["should_filter"] else "lets it through"
-        print(f"{path}: KernelGuard's {profile} profile {outcome} (its notes: classified {verdict['classification']}; patterns: {patterns})")
+        print(
+            f"{path}: KernelGuard's {profile} profile {outcome} (its notes: classified {verdict['classification']}; patterns: {patterns})"
+        )
         if verdict["should_filter"]:
-            found.append(f"{path}: KernelGuard's {profile} profile would filter it ({verdict['filter_reason']}), and the server "
-                         f"marks a filtered file as hacked")
+            found.append(
+                f"{path}: KernelGuard's {profile} profile would filter it ({verdict['filter_reason']}), and the server "
+                f"marks a filtered file as hacked"
+            )
     return found
 
 
@@ -99,8 +107,10 @@ def check(path: Path) -> int:
     for line in found:
         print(line, file=sys.stderr)
     size = path.stat().st_size
-    print(f"{path}: {'FAILS' if found else 'passes'} the leaderboard's gate ({size:,} bytes"
-          f"{f', {len(found)} problem(s)' if found else ''})", flush=True)
+    print(
+        f"{path}: {'FAILS' if found else 'passes'} the leaderboard's gate ({size:,} bytes{f', {len(found)} problem(s)' if found else ''})",
+        flush=True,
+    )
     return 1 if found else 0
 
 

@@ -11,6 +11,7 @@
 Each is downloaded once with `pip download` and unpacked into build/toolkits/ (nothing is
 installed: the Python environment does not change).
 """
+
 import subprocess
 import sys
 import zipfile
@@ -21,8 +22,13 @@ BUILD = Path(__file__).resolve().parent.parent / "build" / "toolkits"
 
 WHEELS = {
     "12.8": ["nvidia-cuda-runtime-cu12==12.8.90"],
-    "13.1": ["nvidia-cuda-nvcc==13.1.115", "nvidia-cuda-crt==13.1.115", "nvidia-cuda-runtime==13.1.80",
-             "nvidia-cuda-cccl==13.1.115", "nvidia-nvvm==13.1.115"],
+    "13.1": [
+        "nvidia-cuda-nvcc==13.1.115",
+        "nvidia-cuda-crt==13.1.115",
+        "nvidia-cuda-runtime==13.1.80",
+        "nvidia-cuda-cccl==13.1.115",
+        "nvidia-nvvm==13.1.115",
+    ],
     "cuobjdump": ["nvidia-cuda-cuobjdump==13.5.37", "nvidia-cuda-nvdisasm==13.5.37"],
 }
 
@@ -30,9 +36,9 @@ WHEELS = {
 @dataclass(frozen=True)
 class Toolkit:
     version: str
-    nvcc: str                 # the nvcc to run
-    include: Path | None      # headers to put before nvcc's own (-I), or None: nvcc's own
-    lib: Path | None = None   # its libraries (the wheels' layout is not the one nvcc.profile names)
+    nvcc: str  # the nvcc to run
+    include: Path | None  # headers to put before nvcc's own (-I), or None: nvcc's own
+    lib: Path | None = None  # its libraries (the wheels' layout is not the one nvcc.profile names)
 
     @property
     def flags(self) -> list[str]:
@@ -46,8 +52,11 @@ def unpacked(version: str) -> Path:
     if not (root / ".complete").exists():
         wheels = root / "wheels"
         wheels.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(wheels),
-                               *WHEELS[version]], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(wheels), *WHEELS[version]],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode:
             raise RuntimeError(f"could not download the CUDA {version} wheels ({', '.join(WHEELS[version])}): {proc.stderr.strip()[-600:]}")
         for wheel in wheels.glob("*.whl"):

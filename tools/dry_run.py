@@ -7,13 +7,13 @@ with real cuTensorMapEncodeTiled tensor maps over the real buffers, then checks 
 of every group is scheduled exactly once, the kernel choice, the group arguments, the tensor
 maps, every byte range the kernel will read or write, and (sm_100a) the TMEM column plan.
 """
+
 import argparse
 import ctypes
 import shutil
 import sys
 
 import torch
-
 from gen_wgmma import FIXED_WGMMA_N8
 from nvcc_build import ROOT, load
 
@@ -73,7 +73,7 @@ def check_case(lib, data, num_sms, tiles=TILES_CHOSEN) -> list[str]:
             units = grid.value // tile_ctas  # a pair's CTAs run one tile list
             if tiles != TILES_CHOSEN and tile_shapes.value > 1 and shape.value != tiles:
                 problems.append(f"launch {launch}: tile shape {shape.value}, asked for {tiles}")
-            if (grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units)):
+            if grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
             if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8 or 8 * fixed_n8.value > a_rows):
                 problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
@@ -139,8 +139,15 @@ def tmem_problems(lib) -> list[str]:
             if lib.nvfp4_tmem_plan(shape, persistent, plan):
                 return []
             buffers, sf_m, sf_n, used, allocated = plan
-            if not (sf_m >= buffers * n_rows and sf_n >= sf_m + 16 and used >= sf_n + 16 * (n_rows // 128) and used <= allocated <= 512
-                    and allocated & (allocated - 1) == 0 and allocated >= 32 and buffers in (1, 2)):
+            if not (
+                sf_m >= buffers * n_rows
+                and sf_n >= sf_m + 16
+                and used >= sf_n + 16 * (n_rows // 128)
+                and used <= allocated <= 512
+                and allocated & (allocated - 1) == 0
+                and allocated >= 32
+                and buffers in (1, 2)
+            ):
                 problems.append(f"TMEM plan (shape {shape}, persistent={persistent}) {list(plan)} does not fit its allocation")
     return problems
 

@@ -6,6 +6,7 @@ Inline PTX needs literal operand lists, so each N gets its own specialization of
 K-block issue for an N chosen at run time is a binary tree of comparisons over them. Also the
 wgmma N (/ 8) of the kernels built for one N.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -47,8 +48,10 @@ def k_block_tree(lo: int, hi: int, smaller: tuple[int, ...] = (), indent: int = 
         steps = " ".join(f"wgmma_rs<{8 * lo}>(acc, frag[{j}], desc + {2 * j}, {'first ? 0 : 1' if j == 0 else 1});" for j in range(4))
         return f"{pad}{steps} wgmma_commit();\n"
     mid = (lo + hi) // 2
-    return (f"{pad}if (n8 < {mid}) {{\n{k_block_tree(lo, mid, smaller, indent + 2)}{pad}}} else {{\n"
-            f"{k_block_tree(mid, hi, smaller, indent + 2)}{pad}}}\n")
+    return (
+        f"{pad}if (n8 < {mid}) {{\n{k_block_tree(lo, mid, smaller, indent + 2)}{pad}}} else {{\n"
+        f"{k_block_tree(mid, hi, smaller, indent + 2)}{pad}}}\n"
+    )
 
 
 def generated() -> str:
@@ -67,7 +70,8 @@ def generated() -> str:
             f"__device__ __forceinline__ void wgmma_k_block_tree<{top}>(float (&acc)[128], const uint32_t (&frag)[4][4], uint64_t desc,\n"
             "                                                        int n8, bool first) {\n"
             f"{k_block_tree(1, top + 1, tuple(t for t in TREE_MAX_N8 if t < top))}}}\n"
-            for top in sorted(TREE_MAX_N8))
+            for top in sorted(TREE_MAX_N8)
+        )
     )
 
 

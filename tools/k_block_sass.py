@@ -9,6 +9,7 @@ sixteen with one half's rows each in shape 1) share four schedulers (docs/perf-l
 library's build with cuobjdump (the machine's, or the registry's wheel: tools/cuda_toolkits.py),
 so it needs nvcc and no GPU; the tests hold it to a budget.
 """
+
 import os
 import re
 import shutil

@@ -7,6 +7,7 @@ LEADERBOARD_OVERRIDES build submission.py's form (the default queue only), whose
 tools/bundle.py --check keeps in submission.py. Builds are cached in build/ by a hash of the
 sources and flags.
 """
+
 import ctypes
 import hashlib
 import shutil
@@ -20,6 +21,7 @@ CSRC = ROOT / "csrc"
 sys.path.insert(0, str(ROOT))
 
 from cuda_toolkits import Toolkit  # noqa: E402
+
 from nvfp4.build import BUILD_TARGETS, bind_library, nvcc_flags  # noqa: E402
 from nvfp4.cuda_source import LEADERBOARD_SWAPS  # noqa: E402
 
@@ -56,6 +58,7 @@ def revision_sources(revision: str) -> dict[str, str] | None:
     whatever files the working tree's csrc/ has."""
     if revision == ".":
         return None
+
     def git(*args: str) -> str:
         proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
         if proc.returncode:
@@ -88,9 +91,16 @@ def source_tree(overrides: dict[str, str] | None, tree: dict[str, str] | None = 
     return directory, digest
 
 
-def build(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None,
-          toolkit: Toolkit | None = None, device_code: bool = True, defines: tuple[str, ...] = (),
-          tree: dict[str, str] | None = None) -> tuple[Path, str]:
+def build(
+    arch: int,
+    target: str | None = None,
+    emulate_tcgen05: bool = False,
+    overrides: dict[str, str] | None = None,
+    toolkit: Toolkit | None = None,
+    device_code: bool = True,
+    defines: tuple[str, ...] = (),
+    tree: dict[str, str] | None = None,
+) -> tuple[Path, str]:
     """(path of the shared library, or of the object file without device_code; ptxas report) for
     NVFP4_ARCH=arch on nvcc target `target`.
 

@@ -16,6 +16,7 @@ reference.py (the same inputs and check, an exact decode; it needs only what the
 utils.py defines) takes its place; and its eval imports exception types from NVIDIA CUTLASS's
 Python package, so where that is not installed stub modules define them. Both are said when they happen. The eval needs a CUDA GPU.
 """
+
 import argparse
 import ast
 import os
@@ -29,6 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness.floors import geomean  # noqa: E402
+
 PROBLEM = Path("problems/nvidia/nvfp4_group_gemm")
 SCRATCH = ROOT / "build" / "official"
 COMPILE_SECONDS = 120
@@ -40,6 +42,7 @@ class OfficialError(Exception):
 
 def spec_lines(cases: list[dict]) -> str:
     """Cases of a task.yml in the eval's one-case-a-line grammar."""
+
     def value(v):
         return f"[{', '.join(map(str, v))}]" if isinstance(v, list) else str(v)
 
@@ -59,7 +62,7 @@ def write_cutlass_stubs(eval_file: Path, stubs: Path) -> list[str]:
                 (folder / "__init__.py").touch()
             with open(stubs.joinpath(*parts) / "__init__.py", "a") as f:
                 for alias in node.names:
-                    f.write(f"class {alias.name}(Exception):\n    \"\"\"A stand-in: the eval only catches it.\"\"\"\n\n\n")
+                    f.write(f'class {alias.name}(Exception):\n    """A stand-in: the eval only catches it."""\n\n\n')
                     names.append(f"{node.module}.{alias.name}")
     return names
 
@@ -90,8 +93,10 @@ def prepare(ref: Path, submission: Path, mode: str, our_reference: bool, stub_cu
 
 
 def run(scratch: Path, mode: str, spec: Path, stubbed: bool) -> int:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(scratch / "stubs") if stubbed else "",
-                                                                       os.environ.get("PYTHONPATH", "")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(scratch / "stubs") if stubbed else "", os.environ.get("PYTHONPATH", "")])),
+    }
     print(f"official: compile step, python3 submission.py (limit {COMPILE_SECONDS} s)", flush=True)
     try:
         compiled = subprocess.run([sys.executable, "submission.py"], cwd=scratch, env=env, timeout=COMPILE_SECONDS)
@@ -104,14 +109,20 @@ def run(scratch: Path, mode: str, spec: Path, stubbed: bool) -> int:
     results = scratch / "results.txt"
     print(f"official: python3 eval.py {mode} {spec.name} (the leaderboard's eval; results as its server reads them)", flush=True)
     with open(results, "w") as fd_out:
-        proc = subprocess.run([sys.executable, "eval.py", mode, spec.name], cwd=scratch, pass_fds=(fd_out.fileno(),),
-                              env={**env, "POPCORN_FD": str(fd_out.fileno())})
+        proc = subprocess.run(
+            [sys.executable, "eval.py", mode, spec.name],
+            cwd=scratch,
+            pass_fds=(fd_out.fileno(),),
+            env={**env, "POPCORN_FD": str(fd_out.fileno())},
+        )
     lines = results.read_text()
     print(lines, end="")
     means = [float(line.split(": ", 1)[1]) / 1e3 for line in lines.splitlines() if line.startswith("benchmark.") and ".mean: " in line]
     if means:
         print(f"official: means {', '.join(f'{m:.2f}' for m in means)} us; geometric mean {geomean(means):.2f} us")
-    print(f"official: eval.py exited {proc.returncode}; results in {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}")
+    print(
+        f"official: eval.py exited {proc.returncode}; results in {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}"
+    )
     return proc.returncode
 
 
@@ -122,25 +133,36 @@ def main() -> int:
     parser.add_argument("--submission", default=str(ROOT / "submission.py"))
     args = parser.parse_args()
     if not args.ref:
-        print("official: say where a checkout of gpu-mode/reference-kernels is: make official REF=path/to/reference-kernels "
-              "(git clone https://github.com/gpu-mode/reference-kernels)", file=sys.stderr)
+        print(
+            "official: say where a checkout of gpu-mode/reference-kernels is: make official REF=path/to/reference-kernels "
+            "(git clone https://github.com/gpu-mode/reference-kernels)",
+            file=sys.stderr,
+        )
         return 2
     import importlib.util
 
     import torch
 
     if not torch.cuda.is_available():
-        print("official: the leaderboard's eval needs a CUDA GPU, and there is none here (make run runs this project's harness "
-              "on any device)", file=sys.stderr)
+        print(
+            "official: the leaderboard's eval needs a CUDA GPU, and there is none here (make run runs this project's harness "
+            "on any device)",
+            file=sys.stderr,
+        )
         return 2
     our_reference = torch.cuda.get_device_capability()[0] < 10
     stub_cutlass = importlib.util.find_spec("cutlass") is None
     if our_reference:
-        print("official: this GPU has no FP4 torch._scaled_mm (an sm_100-class GPU has), which the leaderboard's reference uses; "
-              "this project's reference.py takes its place (the same inputs and check, an exact decode)", flush=True)
+        print(
+            "official: this GPU has no FP4 torch._scaled_mm (an sm_100-class GPU has), which the leaderboard's reference uses; "
+            "this project's reference.py takes its place (the same inputs and check, an exact decode)",
+            flush=True,
+        )
     if stub_cutlass:
-        print("official: NVIDIA CUTLASS's Python package is not installed; stubs define the exception types the eval imports from it",
-              flush=True)
+        print(
+            "official: NVIDIA CUTLASS's Python package is not installed; stubs define the exception types the eval imports from it",
+            flush=True,
+        )
     try:
         spec = prepare(Path(args.ref).expanduser().resolve(), Path(args.submission).resolve(), args.mode, our_reference, stub_cutlass)
     except OfficialError as e:

@@ -13,6 +13,7 @@ NVFP4_EMULATE_TCGEN05=1, takes minutes per input under the sanitizer). racecheck
 does not model mbarrier transaction counts and reports hazards on every bulk-copy pipeline,
 race-free ones included (docs/DESIGN.md).
 """
+
 import argparse
 import sys
 from itertools import islice
@@ -21,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reference import check_implementation, generate_full_range_input, generate_input  # noqa: E402
 from harness.runners import clone_data, device_name, load_kernel, synchronize  # noqa: E402
 from harness.spec import read_cases  # noqa: E402
+from reference import check_implementation, generate_full_range_input, generate_input  # noqa: E402
 
 CALLS_PER_INPUT = 3
 
@@ -32,9 +33,11 @@ def inputs():
     """(description, data) of every input: the official tests, then the edge cases."""
     for case in read_cases(str(ROOT / "task.yml"), "tests", None):
         yield case.spec, generate_input(**case.args)
-    for m, n, k, seed in (((1, 200, 300), (128, 256, 384), (256, 512, 1024), 7),
-                          ((0, 17, 256), (640, 384, 128), (64, 192, 256), 8),
-                          ((129, 5), (640, 8), (512, 128), 9)):
+    for m, n, k, seed in (
+        ((1, 200, 300), (128, 256, 384), (256, 512, 1024), 7),
+        ((0, 17, 256), (640, 384, 128), (64, 192, 256), 8),
+        ((129, 5), (640, 8), (512, 128), 9),
+    ):
         yield f"full range, m: {list(m)}; n: {list(n)}; k: {list(k)}", generate_full_range_input(m, n, k, len(m), seed)
     m64 = tuple(8 * (i % 40) + 1 for i in range(64))
     yield "64 groups, m: 1 .. 313; n: 256; k: 256", generate_input(m=m64, n=(256,) * 64, k=(256,) * 64, g=64, seed=64)

@@ -12,6 +12,7 @@ releases: `popcorn-cli`, from gpu-mode/popcorn-cli); it needs a registration (`p
 discord` or `github`, which writes ~/.popcorn.yaml). It runs with --no-tui (plain output), echoed
 line by line; a refusal the server explains (a passed deadline, KernelGuard) becomes one line.
 """
+
 import argparse
 import re
 import shutil
@@ -25,14 +26,20 @@ LEADERBOARD, GPU = "nvfp4_group_gemm", "B200"
 CLOSED = {"nvfp4_group_gemm": "2026-02-21 07:30"}  # leaderboards past their deadline, from reference-kernels' problems/*.yaml
 MODES = ("test", "benchmark", "leaderboard")
 CLI_NAMES = ("popcorn", "popcorn-cli")
-INSTALL = ("install the leaderboard's CLI: download it from https://github.com/gpu-mode/popcorn-cli/releases "
-           "(or run its install.sh) and put `popcorn` on your PATH")
+INSTALL = (
+    "install the leaderboard's CLI: download it from https://github.com/gpu-mode/popcorn-cli/releases "
+    "(or run its install.sh) and put `popcorn` on your PATH"
+)
 REFUSALS = (  # what the server says when it refuses, and the line it becomes
-    (re.compile(r"deadline to submit to (\S+) has passed", re.IGNORECASE),
-     "submit: refused by the server: the leaderboard {0} is past its deadline, and its server refuses every mode after one "
-     "(test, benchmark, profile and leaderboard alike); nothing ran"),
-    (re.compile(r"rejected by KernelGuard pre-check \(([^)]*)\)", re.IGNORECASE),
-     "submit: refused by the server: KernelGuard filtered the file ({0}); `make check-submission` shows its verdict"),
+    (
+        re.compile(r"deadline to submit to (\S+) has passed", re.IGNORECASE),
+        "submit: refused by the server: the leaderboard {0} is past its deadline, and its server refuses every mode after one "
+        "(test, benchmark, profile and leaderboard alike); nothing ran",
+    ),
+    (
+        re.compile(r"rejected by KernelGuard pre-check \(([^)]*)\)", re.IGNORECASE),
+        "submit: refused by the server: KernelGuard filtered the file ({0}); `make check-submission` shows its verdict",
+    ),
 )
 
 
@@ -43,8 +50,9 @@ def find_cli() -> str | None:
 def registered() -> bool:
     """The CLI's registration: ~/.popcorn.yaml with a cli_id line."""
     config = Path.home() / ".popcorn.yaml"
-    return config.is_file() and any(line.strip().startswith("cli_id:") and line.split(":", 1)[1].strip()
-                                    for line in config.read_text(errors="replace").splitlines())
+    return config.is_file() and any(
+        line.strip().startswith("cli_id:") and line.split(":", 1)[1].strip() for line in config.read_text(errors="replace").splitlines()
+    )
 
 
 def command(cli: str, mode: str, path: Path, leaderboard: str = LEADERBOARD, gpu: str = GPU) -> list[str]:
@@ -84,16 +92,22 @@ def main() -> int:
         print(f"submit: {path} fails the leaderboard's gate; not sent", file=sys.stderr)
         return 1
     if args.leaderboard in CLOSED:
-        print(f"submit: {args.leaderboard} closed on {CLOSED[args.leaderboard]} and its server refuses every mode after its "
-              f"deadline; sending all the same, in case it reopened (LEADERBOARD= names another)", flush=True)
+        print(
+            f"submit: {args.leaderboard} closed on {CLOSED[args.leaderboard]} and its server refuses every mode after its "
+            f"deadline; sending all the same, in case it reopened (LEADERBOARD= names another)",
+            flush=True,
+        )
     cli = find_cli()
     if cli is None:
         print(f"submit: no `popcorn` or `popcorn-cli` on PATH; {INSTALL}", file=sys.stderr)
         return 1
     if not registered():
         name = Path(cli).name
-        print(f"submit: {name} is not registered (no cli_id in ~/.popcorn.yaml). Run `{name} register discord` "
-              f"(or `{name} register github`) once, then submit again.", file=sys.stderr)
+        print(
+            f"submit: {name} is not registered (no cli_id in ~/.popcorn.yaml). Run `{name} register discord` "
+            f"(or `{name} register github`) once, then submit again.",
+            file=sys.stderr,
+        )
         return 1
     cmd = command(cli, args.mode, path, args.leaderboard, args.gpu)
     print("submit:", " ".join(cmd), flush=True)

@@ -32,14 +32,16 @@ inline int64_t expert_workspace_bytes(const ExpertProblem& p) {
 bool check_experts(const ExpertProblem& p, Status& st) {
   char detail[160];
   const bool aligned = (reinterpret_cast<uintptr_t>(p.a) | reinterpret_cast<uintptr_t>(p.b) | reinterpret_cast<uintptr_t>(p.c) |
-                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) % 16 == 0;
+                        reinterpret_cast<uintptr_t>(p.sfa) | reinterpret_cast<uintptr_t>(p.sfb)) %
+                           16 ==
+                       0;
   const int64_t most_tiles = (int64_t(expert_rows_bound(p)) / 8 + 1) * p.experts * ((p.n + 127) / 128);
   if (p.experts < 1 || p.experts > kMaxExperts || p.n <= 0 || p.n % 8 || p.k <= 0 || p.k % Arch::kKMultiple || p.total_rows < 0 ||
       p.sf_rows < 0 || !aligned || most_tiles >= (int64_t(1) << 31) || int64_t(p.experts) * p.n >= (int64_t(1) << 31) ||
       (!p.masked_m && !(p.offsets && p.sf_offsets)) || (p.out.alpha_stride != 0 && p.out.alpha_stride != 1) ||
       reinterpret_cast<uintptr_t>(p.out.alpha) % 4) {
-    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)", p.experts,
-             kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
+    snprintf(detail, sizeof detail, "E=%d (1..%d) N=%d K=%d rows=%d (need N %% 8 == 0, K %% %d == 0, 16-byte aligned buffers, alpha to 4)",
+             p.experts, kMaxExperts, p.n, p.k, p.total_rows, Arch::kKMultiple);
     return st.fail("unsupported MoE problem", detail);
   }
   // The masked form's experts e * rows_per_expert ... and their scale rows e * round_up(rows_per_expert, 128) ...
@@ -105,8 +107,8 @@ bool launch_experts(const ExpertProblem& p, int num_sms, void* workspace, Queue 
   schedule.blockDim = dim3(unsigned(std::max(Arch::kPrepassThreads, schedule_threads)));
   if (Arch::kPrepass) {
     const int64_t most_chunks = int64_t(std::min(expert_rows_bound(p), p.total_rows)) * (p.k / Arch::kKMultiple) * 8;
-    const int per_expert = int(std::max<int64_t>(1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x,
-                                                                      ceil_div(16 * num_sms, p.experts))));
+    const int per_expert = int(std::max<int64_t>(
+        1, std::min<int64_t>((most_chunks + schedule.blockDim.x - 1) / schedule.blockDim.x, ceil_div(16 * num_sms, p.experts))));
     schedule.gridDim = dim3(unsigned(per_expert), unsigned(p.experts + 1));
   }
   unsigned none = 0;
@@ -128,7 +130,8 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
       reinterpret_cast<uintptr_t>(q.global_scale) % 4)
     return st.fail("unsupported quantization", "K must be a positive multiple of 64, the buffers 16-byte aligned and the global scale 4");
   if (q.offsets && (!q.global_scale || !q.source_row || !q.sf_offsets || q.batch != 1 || q.experts < 1 || q.masked_m))
-    return st.fail("unsupported quantization", "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
+    return st.fail("unsupported quantization",
+                   "the routed form needs a global scale per expert, source rows, both offsets, one batch entry, no mask");
   const int64_t units = int64_t(q.batch) * ((q.rows + 127) / 128 * 128) * (q.k / (16 * kQuantizeBlocksPerThread));
   if (!units) return true;
   cudaLaunchConfig_t config{};
@@ -138,8 +141,9 @@ bool launch_quantize(const QuantizeArgs& q, int num_sms, Queue queue, Status& st
   launch_on(config, nullptr, &none, queue, false);
   QuantizeArgs args = q;
   void* argv[] = {&args};
-  const void* kernels[2][2] = {{reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
-                               {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
+  const void* kernels[2][2] = {
+      {reinterpret_cast<const void*>(&quantize_nvfp4<false, false>), reinterpret_cast<const void*>(&quantize_nvfp4<false, true>)},
+      {reinterpret_cast<const void*>(&quantize_nvfp4<true, false>), reinterpret_cast<const void*>(&quantize_nvfp4<true, true>)}};
   const void* kernel = kernels[q.bf16 ? 1 : 0][q.global_scale ? 1 : 0];
   NVFP4_CUDA_TRY(st, cudaLaunchKernelExC(&config, kernel, argv));
   return true;

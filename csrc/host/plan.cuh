@@ -45,11 +45,13 @@ bool check_shape(const GroupShape& s, int g, Status& st) {
   char detail[128];
   if (s.m >= 0 && s.n >= 0 && s.k > 0 && !has_tiles(s)) return true;
   const bool aligned = (reinterpret_cast<uintptr_t>(s.a) | reinterpret_cast<uintptr_t>(s.b) | reinterpret_cast<uintptr_t>(s.c) |
-                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) % 16 == 0;
+                        reinterpret_cast<uintptr_t>(s.sfa) | reinterpret_cast<uintptr_t>(s.sfb)) %
+                           16 ==
+                       0;
   const bool fits_tile_fields = ceil_div(s.m, 128) <= 512 && ceil_div(s.n, Arch::kTileN) <= 65536;
   if (s.m < 0 || s.n < 0 || s.k <= 0 || s.k % Arch::kKMultiple || s.n % 8 || !aligned || !fits_tile_fields) {
-    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m,
-             s.n, s.k, Arch::kKMultiple);
+    snprintf(detail, sizeof detail, "group %d: M=%d N=%d K=%d (need K %% %d == 0, N %% 8 == 0, 16-byte aligned buffers)", g, s.m, s.n, s.k,
+             Arch::kKMultiple);
     return st.fail("unsupported problem", detail);
   }
   return true;
@@ -81,14 +83,15 @@ bool build_plan(std::vector<GroupShape> groups, int num_sms, int max_pairs, bool
       ga.a_box_rows = sched.fixed_n8 ? 8 * sched.fixed_n8 : a_box_rows(s.m, s.chunk_rows, sched.shape);  // every row the MMAs read
       if (Arch::kPrepass) {
         if (!s.a_half) return st.fail("no workspace for the dequantized A rows");
-        prepass.groups[i] = PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half),
-                                         s.m, s.k};
+        prepass.groups[i] =
+            PrepassGroup{static_cast<const uint8_t*>(s.a), static_cast<const uint8_t*>(s.sfa), static_cast<__half*>(s.a_half), s.m, s.k};
         max_items = std::max(max_items, s.m * (s.k / Arch::kKMultiple));
       }
       const CUresult a_map = Arch::kPrepass ? Arch::encode_dequantized_a(encode, &args.tmap_a[i], s.a_half, s.m, s.k, ga.a_box_rows)
                                             : Arch::encode_operand(encode, &args.tmap_a[i], s.a, s.m, s.k, ga.a_box_rows, byte_elements);
       if (!encoded(a_map, "A", s.m, s.k, ga.a_box_rows, st) ||
-          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN, st))
+          !encoded(Arch::encode_operand(encode, &args.tmap_b[i], s.b, s.n, s.k, Arch::kTileN, byte_elements), "B", s.n, s.k, Arch::kTileN,
+                   st))
         return false;
       ga.sfa = static_cast<const uint8_t*>(s.sfa);
       ga.sfb = static_cast<const uint8_t*>(s.sfb);
@@ -127,8 +130,8 @@ bool prepare_kernels(Status& st) {
     for (bool persistent : {false, true})
       for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
         if (n8 == 0 || Arch::fixed_n8_at_least(n8, shape) == n8)
-          NVFP4_CUDA_TRY(st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  Arch::kSmemBytes));
+          NVFP4_CUDA_TRY(
+              st, cudaFuncSetAttribute(Arch::kernel(persistent, n8, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, Arch::kSmemBytes));
   for (int shape = 0; shape < Arch::kTileShapes; ++shape)
     for (int n8 = 0; n8 <= Arch::kTileM / 8; ++n8)
       if (const void* kernel = Arch::expert_kernel(shape, n8))
@@ -249,10 +252,12 @@ bool instantiate_plan(Plan& plan, Status& st) {
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     cudaError_t e = cudaSuccess;
     // The prepass's edge is a plain one (see launch_plan), the GEMM's a programmatic one.
-    if (Arch::kPrepass) e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
+    if (Arch::kPrepass)
+      e = add(Arch::prepass_kernel(), plan.prepass_grids[i], dim3(Arch::kPrepassThreads), 0, &plan.prepasses[i], false, -1);
     if (e == cudaSuccess)
-      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])), dim3(unsigned(Arch::threads(plan.shapes[i]))),
-              unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass, plan.shapes[i]);
+      e = add(Arch::kernel(plan.persistent[i], plan.fixed_n8[i], plan.shapes[i]), dim3(unsigned(plan.grids[i])),
+              dim3(unsigned(Arch::threads(plan.shapes[i]))), unsigned(Arch::smem_bytes(plan.shapes[i])), &plan.launches[i], Arch::kPrepass,
+              plan.shapes[i]);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       return st.fail("adding the plan's kernels to its graph", cudaGetErrorString(e));

@@ -170,7 +170,7 @@ std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int
         items.push_back({g, mc, nb, rows, s.k, tile_cost(rows, s.k, shape)});
   }
   std::vector<ScheduledLaunch> launches;
-  std::vector<int> cta_of;                     // per tile of the launch
+  std::vector<int> cta_of;                    // per tile of the launch
   std::vector<std::pair<int64_t, int>> load;  // (cost so far, CTA): a min-heap
   for (size_t i = 0; i < items.size();) {
     ScheduledLaunch launch;

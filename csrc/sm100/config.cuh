@@ -13,15 +13,15 @@
 
 namespace nvfp4 {
 namespace sm100 {
-constexpr int kBlockK = 256;                       // K per pipeline stage (one 128-byte swizzled row per operand row)
-constexpr int kMmaK = 64;                          // K per tcgen05.mma for FP4
-constexpr int kEpilogueWarps = 4;                  // one per 32 TMEM lanes
-constexpr int kWarps = kEpilogueWarps + 2;         // warps 0-3 epilogue, 4 TMA, 5 MMA
+constexpr int kBlockK = 256;                // K per pipeline stage (one 128-byte swizzled row per operand row)
+constexpr int kMmaK = 64;                   // K per tcgen05.mma for FP4
+constexpr int kEpilogueWarps = 4;           // one per 32 TMEM lanes
+constexpr int kWarps = kEpilogueWarps + 2;  // warps 0-3 epilogue, 4 TMA, 5 MMA
 constexpr int kThreads = kWarps * 32;
 constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
-constexpr int kSfAtomBytes = 128 * kBlockK / 16;   // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
-constexpr int kSmemBudget = 232448;                // the most dynamic shared memory a B200 CTA may opt into (227 KB)
-constexpr int kSmemSlack = 1024;                   // to align the base to 1024 (128B swizzle)
+constexpr int kSfAtomBytes = 128 * kBlockK / 16;  // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
+constexpr int kSmemBudget = 232448;               // the most dynamic shared memory a B200 CTA may opt into (227 KB)
+constexpr int kSmemSlack = 1024;                  // to align the base to 1024 (128B swizzle)
 
 // The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
 // which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
@@ -37,16 +37,16 @@ struct TileShape {
   static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
   static constexpr int kCtaGroup = kIsPair ? 2 : 1;
   static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
-  static constexpr int kRowsB = 128;                              // C columns per CTA; per tile kCtaGroup x this
-  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;            // A rows one CTA loads
+  static constexpr int kRowsB = 128;                             // C columns per CTA; per tile kCtaGroup x this
+  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;           // A rows one CTA loads
   static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
   static constexpr int kNPieces = kNRows / 128;
   static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
   static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
-  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;  // a multiple of 1024: stages stay aligned
+  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;        // a multiple of 1024: stages stay aligned
   static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
-  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;          // staging, barriers, TMEM slot, slack
-  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;              // as many as fit
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;         // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
   static constexpr int kSmemStaging = kStages * kStageBytes;
   static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
   static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]

@@ -15,7 +15,8 @@ namespace sm100 {
 __device__ __forceinline__ void st_global_8_outputs(__half* p, const float* v, const OutputArgs& out, int col) {
   uint32_t h[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
+  for (int i = 0; i < 4; ++i)
+    h[i] = out2_bits(v[2 * i] * alpha_at(out, col + 2 * i), v[2 * i + 1] * alpha_at(out, col + 2 * i + 1), out.bf16);
   st_global_v4_evict_first(p, uint4{h[0], h[1], h[2], h[3]});
 }
 
@@ -23,8 +24,8 @@ template <int kShape>
 struct Barriers {
   static constexpr int kStages = TileShape<kShape>::kStages;
   uint32_t base;
-  __device__ uint32_t tma(int s) const { return base + 8 * s; }                // stage loaded (in a pair: in both CTAs)
-  __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }    // stage consumed by the MMAs
+  __device__ uint32_t tma(int s) const { return base + 8 * s; }                           // stage loaded (in a pair: in both CTAs)
+  __device__ uint32_t mma(int s) const { return base + 8 * (kStages + s); }               // stage consumed by the MMAs
   __device__ uint32_t mainloop(int b) const { return base + 8 * (2 * kStages + b); }      // accumulator b complete
   __device__ uint32_t epilogue(int b) const { return base + 8 * (2 * kStages + 2 + b); }  // accumulator b read out (in a pair: by both)
 };
@@ -42,13 +43,22 @@ template <int kShape>
 __device__ __forceinline__ TileCoords tile_coords(const TileJob& job, uint32_t rank) {
   using S = TileShape<kShape>;
   const int off_m = job.m_chunk * S::kRowsA;
-  return TileCoords{&job.g, &job.out, job.tmap_a, job.tmap_b, job.a_row0, job.b_row0, off_m, (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
+  return TileCoords{&job.g,
+                    &job.out,
+                    job.tmap_a,
+                    job.tmap_b,
+                    job.a_row0,
+                    job.b_row0,
+                    off_m,
+                    (job.n_block * S::kCtaGroup + int(rank)) * S::kRowsB,
                     min(S::kRowsA, job.g.m - off_m)};
 }
 // The MMA pieces of a tile's N side, each with one 128-row scale atom of A that lies inside the
 // matrix (the scales stop at its last atom): one, except in a swapped tile of over 128 A rows.
 template <int kShape>
-__device__ __forceinline__ int pieces(const TileCoords& tc) { return kShape == kSwapped ? (tc.rows + 127) / 128 : 1; }
+__device__ __forceinline__ int pieces(const TileCoords& tc) {
+  return kShape == kSwapped ? (tc.rows + 127) / 128 : 1;
+}
 // N of piece p: unswapped, all 128 B rows; swapped, the piece's A rows rounded up to 32 (the
 // epilogue reads 32 columns at a time, each of which the MMA must have written); in a pair, all 128
 // A rows, half from each CTA (rows past M are TMA's zeros).
@@ -84,8 +94,10 @@ __device__ __forceinline__ void tma_warp(const Tiles& tiles, uint8_t* smem, Barr
     const int k = tc.g->k, atoms = pieces<kShape>(tc), a_row = tc.off_m + int(rank) * S::kCtaRowsA;
     const uint64_t cache_a = kEvictFirst, cache_b = k > 4096 ? kEvictFirst : kEvictLast;
     for (int iter_k = 0; iter_k < k / kBlockK; ++iter_k) {
-      if (filled < S::kStages) ++filled;  // the first fill: every stage is free, nothing to wait for
-      else mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
+      if (filled < S::kStages)
+        ++filled;  // the first fill: every stage is free, nothing to wait for
+      else
+        mbar_wait_or_trap<S::kIsPair>(bars.mma(stage), mma_phase);
       const StageSmem<kShape> st(smem, stage);
       const int off_k = iter_k * kBlockK;
       tma_load_3d(st.a, tc.tmap_a, 0, tc.a_row0 + a_row, off_k / 256, bars.tma(stage), cache_a, S::kABytes);
@@ -122,8 +134,10 @@ __device__ __forceinline__ void forward_stages(const Tiles& tiles, Barriers<kSha
 // both CTAs (multicast).
 template <int kShape>
 __device__ __forceinline__ void commit(uint32_t bar) {
-  if constexpr (TileShape<kShape>::kIsPair) tcgen05_commit_multicast<2>(bar, 0b11);
-  else tcgen05_commit(bar);
+  if constexpr (TileShape<kShape>::kIsPair)
+    tcgen05_commit_multicast<2>(bar, 0b11);
+  else
+    tcgen05_commit(bar);
 }
 
 // Issues every MMA of the tile (in a pair: the even CTA, for both).
@@ -191,7 +205,8 @@ __device__ __forceinline__ void store_tile(const TileCoords& tc, uint32_t acc, i
 __device__ __forceinline__ void store_tile_swapped(const TileCoords& tc, uint32_t acc, int warp, int lane, uint8_t* staging) {
   uint16_t* rows = reinterpret_cast<uint16_t*>(staging) + warp * 32 * 32;
   const int n = tc.g->n, col = tc.off_n + warp * 32 + 8 * (lane % 4);
-  const float alpha = alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
+  const float alpha =
+      alpha_at(*tc.out, min(tc.off_n + warp * 32 + lane, n - 1));  // this lane's column (past N: the last one's, not stored)
 #pragma unroll 1
   for (int chunk = 0; chunk < (tc.rows + 31) / 32; ++chunk) {
     float v[32];
@@ -226,13 +241,17 @@ __device__ __forceinline__ void epilogue_warps(const Tiles& tiles, uint8_t* smem
     __syncwarp();  // the wait's threads may leave its loop apart; tcgen05.ld is .sync.aligned
     tcgen05_fence_after_sync();
     const uint32_t acc = tmem + (uint32_t(warp * 32) << 16) + buffer * Tmem::kNRows;
-    if (S::kIsSwapped) store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
-    else store_tile(tc, acc, warp, lane);
+    if (S::kIsSwapped)
+      store_tile_swapped(tc, acc, warp, lane, smem + S::kSmemStaging);
+    else
+      store_tile(tc, acc, warp, lane);
     // Order this warp's TMEM reads before the MMA warp (of the even CTA) reuses the buffer.
     tcgen05_fence_before_sync();
     if (elect_one()) {
-      if (S::kIsPair) mbar_arrive_in(bars.epilogue(buffer), 0);
-      else mbar_arrive(bars.epilogue(buffer));
+      if (S::kIsPair)
+        mbar_arrive_in(bars.epilogue(buffer), 0);
+      else
+        mbar_arrive(bars.epilogue(buffer));
     }
     buffer = (buffer + 1) % Tmem::kBuffers;
     if (buffer == 0) mainloop_phase ^= 1;
@@ -269,8 +288,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     tmem_alloc<S::kCtaGroup>(tmem_slot, Tmem::kAllocated);
   }
   tcgen05_fence_before_sync();
-  if (S::kIsPair) cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
-  else __syncthreads();
+  if (S::kIsPair)
+    cluster_sync();  // the barriers of both CTAs are initialized before either arrives on the other's
+  else
+    __syncthreads();
   tcgen05_fence_after_sync();
   // The allocation need not start at column 0: read the address tcgen05.alloc wrote.
   const uint32_t tmem = *reinterpret_cast<volatile uint32_t*>(smem + S::kSmemTmemSlot);
@@ -278,15 +299,19 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
     if (elect_one()) tma_warp<kShape>(tiles, smem, bars, rank);
   } else if (warp == kMmaWarp) {
     if (elect_one()) {
-      if (rank == 0) mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
-      else forward_stages<kShape>(tiles, bars);
+      if (rank == 0)
+        mma_warp<kShape, kPersistent>(tiles, smem, bars, tmem);
+      else
+        forward_stages<kShape>(tiles, bars);
     }
   } else {
     epilogue_warps<kShape, kPersistent>(tiles, smem, bars, tmem, rank);
   }
   tcgen05_fence_before_sync();
-  if (S::kIsPair) cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
-  else __syncthreads();
+  if (S::kIsPair)
+    cluster_sync();  // neither CTA leaves while the other may still read or arrive on its shared memory
+  else
+    __syncthreads();
   tcgen05_fence_after_sync();
   if (warp == 1) tmem_dealloc<S::kCtaGroup>(tmem, Tmem::kAllocated);  // .sync.aligned: the whole allocating warp, not one lane
 }
@@ -294,97 +319,4 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 // The MoE forms' schedule, one CTA, before their GEMM (launched plainly after it).
 __global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) { build_schedule(a); }
 }  // namespace sm100
-
-struct Arch {
-  using Unswapped = sm100::TileShape<sm100::kUnswapped>;
-  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
-  static int threads(int /*shape*/) { return sm100::kThreads; }
-  // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
-  static constexpr int kSmemBytes = std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes,
-                                              sm100::TileShape<sm100::kPair>::kSmemBytes});
-  static constexpr int kTileShapes = 3;  // sm100::TileShapeId
-  static int smem_bytes(int /*shape*/) { return kSmemBytes; }
-  // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
-  struct TileGeometry { int a_rows, b_rows, ctas; };
-  template <int kShape>
-  static constexpr TileGeometry geometry_of() {
-    using S = sm100::TileShape<kShape>;
-    return {S::kRowsA, S::kRowsB * S::kCtaGroup, S::kCtaGroup};
-  }
-  static TileGeometry geometry(int shape) {
-    constexpr TileGeometry all[kTileShapes] = {geometry_of<0>(), geometry_of<1>(), geometry_of<2>()};
-    return all[shape];
-  }
-  static constexpr int kKMultiple = sm100::kBlockK;
-  static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
-  static const void* prepass_kernel() { return nullptr; }
-  static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has its shape's rows
-  // A TMA load of A brings the rows one CTA holds, whose 128B-swizzled tile the MMA reads whole.
-  static int a_box_rows(int /*m*/, int chunk_rows, int shape) { return chunk_rows / geometry(shape).ctas; }
-  // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
-  // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
-  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B it loads; a
-  // tile adds a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a
-  // tile with one accumulator (the swapped shape), which keeps the next tile's MMAs waiting, its
-  // epilogue's stores (0.92 rows per row of A).
-  static int64_t tile_cost(int m_rows, int k, int shape) {
-    const int ctas = geometry(shape).ctas;
-    const int64_t loaded = kTileN + (m_rows + ctas - 1) / ctas;
-    return int64_t(k / sm100::kBlockK) * loaded + 644 + (shape == sm100::kSwapped ? m_rows * 92 / 100 : 0);
-  }
-  // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
-  template <int kShape, bool kPersistent>
-  static void tmem_columns(int* out) {
-    using T = sm100::TmemPlan<kShape, kPersistent>;
-    const int values[5] = {T::kBuffers, T::kSfM, T::kSfN, T::kUsed, T::kAllocated};
-    std::memcpy(out, values, sizeof values);
-  }
-  template <int kShape>
-  static void tmem_columns(bool persistent, int* out) { persistent ? tmem_columns<kShape, true>(out) : tmem_columns<kShape, false>(out); }
-  static bool tmem_plan(int shape, bool persistent, int* out) {
-    shape == 0 ? tmem_columns<0>(persistent, out) : shape == 1 ? tmem_columns<1>(persistent, out) : tmem_columns<2>(persistent, out);
-    return true;
-  }
-  static CUresult encode_dequantized_a(EncodeTiledFn, CUtensorMap*, const void*, int, int, int) { return CUDA_ERROR_NOT_SUPPORTED; }
-  template <int kShape>
-  static const void* kernel_of(bool persistent) {
-    return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true, LaunchArgs>)
-                      : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false, LaunchArgs>);
-  }
-  // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
-  // rows, else the unswapped one; the persistent kernel; no prepass.
-  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*k*/, int /*units*/) {
-    return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped;
-  }
-  static const void* expert_kernel(int shape, int fixed_n8) {  // no kernels built for one wgmma N
-    if (fixed_n8 != 0) return nullptr;
-    return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
-                                    : reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kUnswapped, true, ExpertLaunchArgs>);
-  }
-  // The kernel before the MoE GEMM: the schedule alone, one CTA.
-  static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm100::schedule_experts); }
-  static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
-    return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
-  }
-  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }  // no kernels built for one wgmma N
-  static bool worth_trying(int /*most_rows*/, int /*shape*/) { return true; }  // the schedule weighs every shape
-  // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
-  // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
-  // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
-  // pre-sm_100 GPUs accept: the dry run and the emulation build use it.
-  static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
-                                 bool byte_elements) {
-    byte_elements = byte_elements || NVFP4_TCGEN05_EMULATION;
-    const cuuint64_t inner = byte_elements ? 128 : 256;
-    const cuuint64_t dims[3] = {inner, cuuint64_t(rows), cuuint64_t(k / 256)};
-    const cuuint64_t strides[2] = {cuuint64_t(k / 2), 128};
-    const cuuint32_t box[3] = {cuuint32_t(inner), cuuint32_t(box_rows), sm100::kBlockK / 256};
-    const cuuint32_t element_strides[3] = {1, 1, 1};
-    const CUtensorMapDataType type = byte_elements ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B;
-    return encode(map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  }
-};
 }  // namespace nvfp4

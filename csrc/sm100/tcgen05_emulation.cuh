@@ -42,7 +42,9 @@ namespace sm100 {
 namespace emu {
 // The SMs whose queues may write this CTA's TMEM or read its shared memory: its own, and in a pair
 // the other CTA's (kMaxSms: none).
-struct QueueSms { uint32_t sm[2]; };
+struct QueueSms {
+  uint32_t sm[2];
+};
 __device__ __forceinline__ QueueSms queues_of_this_cta() {
   const uint32_t sm = sm_id();
   const TmemStandIn& own = g_tmem[sm];
@@ -57,7 +59,8 @@ __device__ __forceinline__ void progress(uint32_t bar) {
     Queue& q = g_queue[sm];
     const uint32_t head = load_acquire(q.head), tail = load_acquire(q.tail);
     uint32_t limit = head;
-    if (g_config.seed & 1) limit = tail;
+    if (g_config.seed & 1)
+      limit = tail;
     else
       for (uint32_t i = head; i < tail; ++i) {
         const Op& op = q.ops[i % kQueue];
@@ -75,10 +78,14 @@ __device__ __forceinline__ void progress(uint32_t bar) {
 __device__ __forceinline__ void enqueue(Op op) {
   const uint32_t sm = sm_id();
   Queue& q = g_queue[sm];
-  if (op.group == 2 && (op.issuer_rank & 1)) fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
-  if (op.group != 1 + vol(g_tmem[sm].paired)) fail("an operation of a .cta_group other than the allocation's (kind, group, paired)", op.kind, op.group, vol(g_tmem[sm].paired));
+  if (op.group == 2 && (op.issuer_rank & 1))
+    fail("a .cta_group::2 operation issued by the odd CTA of the pair (kind, rank)", op.kind, op.issuer_rank);
+  if (op.group != 1 + vol(g_tmem[sm].paired))
+    fail("an operation of a .cta_group other than the allocation's (kind, group, paired)", op.kind, op.group, vol(g_tmem[sm].paired));
   if (vol(q.issuer_thread) == kNoThread) vol(q.issuer_thread) = threadIdx.x;
-  if (vol(q.issuer_thread) != threadIdx.x) fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread, op.kind);
+  if (vol(q.issuer_thread) != threadIdx.x)
+    fail("tcgen05 operations issued by two threads of one CTA: not emulated (thread, the other, kind)", threadIdx.x, q.issuer_thread,
+         op.kind);
   if (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) {
     vol(q.issuer_waiting) = 1;
     while (vol(q.tail) - load_acquire(q.head) >= uint32_t(kQueue)) run_pending(sm, vol(q.head) + 1);
@@ -91,10 +98,12 @@ __device__ __forceinline__ void enqueue(Op op) {
   for (uint32_t v = 0; v < op.group && written; ++v) {
     TmemStandIn& t = pair_tmem(sm, v);
     const uint32_t column = op.d_tmem & 0xFFFF;
-    if (column < vol(t.base) || column + written > vol(t.base) + vol(t.columns)) fail("an operation writing TMEM columns outside the allocation (kind, first column, columns)", op.kind, column, written);
+    if (column < vol(t.base) || column + written > vol(t.base) + vol(t.columns))
+      fail("an operation writing TMEM columns outside the allocation (kind, first column, columns)", op.kind, column, written);
     mark_issued(t, column, written, op.seq);
   }
-  const uint64_t delay = g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
+  const uint64_t delay =
+      g_config.max_delay_ns ? mix(g_config.seed * 0x100000001B3ull ^ uint64_t(sm) << 40 ^ op.seq) % (g_config.max_delay_ns + 1ull) : 0;
   const uint64_t now = now_ns();
   op.ready_ns = now + delay;
   vol(q.last_issue_ns) = now;
@@ -114,7 +123,8 @@ __device__ __forceinline__ void check_copy_destination(uint32_t dst, uint32_t by
       const Op& op = q.ops[i % kQueue];
       for (int which = 0; which < operand_count(op); ++which)
         for (uint32_t v = 0; v < op.group; ++v)
-          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes) fail(what, kb_of(dst), op.seq, op.kind);
+          if (operand(op, which, v).rank == rank && dst < op.hi[which][v] && op.lo[which][v] < dst + bytes)
+            fail(what, kb_of(dst), op.seq, op.kind);
     }
   }
 }
@@ -132,8 +142,10 @@ __device__ __forceinline__ void mbar_wait_or_trap(uint32_t bar, uint32_t parity)
   long long start = 0;
   while (!mbar_try_wait<true>(bar, parity)) {
     emu::progress(bar);
-    if (start == 0) start = clock64();
-    else if (clock64() - start > kWaitTrapCycles) emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
+    if (start == 0)
+      start = clock64();
+    else if (clock64() - start > kWaitTrapCycles)
+      emu::fail("mbarrier wait timed out (barrier, parity)", bar, parity);
     __nanosleep(256);
   }
   if (issuer) emu::vol(q.issuer_waiting) = 0;
@@ -142,13 +154,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) { mbar_
 // box_bytes: the map's box (the map itself does not say its size here).
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int x, int y, int z, uint32_t bar, uint64_t policy,
                                             uint32_t box_bytes) {
-  emu::check_copy_destination(dst, box_bytes, "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
+  emu::check_copy_destination(dst, box_bytes,
+                              "TMA load into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_load_cta(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  emu::check_copy_destination(dst, bytes, "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
+  emu::check_copy_destination(dst, bytes,
+                              "bulk copy into shared memory a pending operation still reads (KB of shared memory, operation, kind)");
   bulk_load(dst, src, bytes, bar, policy);
 }
 // tcgen05.alloc: warp-wide; the columns are placed at the top of the
@@ -161,9 +177,11 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
   emu::require_whole_warp("tcgen05.alloc by part of a warp");
   const uint32_t sm = emu::sm_id();
   emu::TmemStandIn& t = emu::g_tmem[sm];
-  if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1))) emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
+  if (columns < 32 || columns > emu::kColumns || (columns & (columns - 1)))
+    emu::fail("tcgen05.alloc of a column count not a power of 2 in [32, 512]", columns, 0);
   if (emu::lane_id() == 0) {
-    if (emu::vol(t.columns)) emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
+    if (emu::vol(t.columns))
+      emu::fail("tcgen05.alloc while this SM's TMEM is allocated (base, columns)", emu::vol(t.base), emu::vol(t.columns));
     emu::Queue& q = emu::g_queue[sm];
     q.lock = 0, q.head = 0, q.tail = 0, q.issuer_thread = emu::kNoThread, q.issuer_waiting = 0, q.last_issue_ns = 0;
     for (int c = 0; c < emu::kColumns; ++c) t.issued[c] = t.done[c] = 0;
@@ -175,20 +193,25 @@ __device__ __forceinline__ void tmem_alloc(uint32_t slot, int columns) {
       uint64_t grid;
       asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
       const uint32_t rank = cluster_ctarank(), peer = rank ^ 1u;
-      const uint64_t cluster_key = emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^ uint64_t(cluster[3]) << 50);
+      const uint64_t cluster_key =
+          emu::mix(grid * 0x9E3779B97F4A7C15ull ^ (uint64_t(cluster[2]) << 42 | uint64_t(cluster[1]) << 21 | cluster[0]) ^
+                   uint64_t(cluster[3]) << 50);
       emu::g_pair_record.sm = sm, emu::g_pair_record.columns = uint32_t(columns);
       emu::vol(t.base) = uint32_t(emu::kColumns - columns);  // before the record: the even CTA may write here at once
       emu::vol(t.columns) = uint32_t(columns);
       const uint32_t record = smem_u32(&emu::g_pair_record);
-      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull) : "memory");
+      asm volatile("st.release.cluster.shared::cta.u64 [%0], %1;" ::"r"(record), "l"((cluster_key ^ uint64_t(rank) << 1) | 1ull)
+                   : "memory");
       const uint32_t peer_record = cluster_address(record, peer);
       uint64_t key = 0;
       for (long long start = clock64(); key != ((cluster_key ^ uint64_t(peer) << 1) | 1ull);) {
         asm volatile("ld.acquire.cluster.shared::cluster.u64 %0, [%1];" : "=l"(key) : "r"(peer_record) : "memory");
-        if (clock64() - start > kWaitTrapCycles) emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
+        if (clock64() - start > kWaitTrapCycles)
+          emu::fail("tcgen05.alloc.cta_group::2: the pair's other CTA never allocated (rank, peer)", rank, peer);
       }
       const uint32_t peer_sm = emu::ld_cluster_u32(peer_record + 8), peer_columns = emu::ld_cluster_u32(peer_record + 12);
-      if (peer_columns != uint32_t(columns)) emu::fail("tcgen05.alloc.cta_group::2 with different column counts in the pair (columns, the other's)", columns, peer_columns);
+      if (peer_columns != uint32_t(columns))
+        emu::fail("tcgen05.alloc.cta_group::2 with different column counts in the pair (columns, the other's)", columns, peer_columns);
       t.peer_sm = peer_sm;
       t.paired = 1;
     }
@@ -206,13 +229,17 @@ __device__ __forceinline__ void tmem_dealloc(uint32_t taddr, int columns) {
   emu::TmemStandIn& t = emu::g_tmem[sm];
   __syncwarp();
   if (emu::lane_id() == 0) {
-    if (taddr != emu::vol(t.base) || uint32_t(columns) != emu::vol(t.columns)) emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
-    if (emu::vol(t.paired) != uint32_t(kCtaGroup == 2)) emu::fail("tcgen05.dealloc with a .cta_group other than the allocation's (group, paired)", kCtaGroup, emu::vol(t.paired));
+    if (taddr != emu::vol(t.base) || uint32_t(columns) != emu::vol(t.columns))
+      emu::fail("tcgen05.dealloc of columns not allocated (address, columns)", taddr, uint32_t(columns));
+    if (emu::vol(t.paired) != uint32_t(kCtaGroup == 2))
+      emu::fail("tcgen05.dealloc with a .cta_group other than the allocation's (group, paired)", kCtaGroup, emu::vol(t.paired));
     const uint32_t sms[2] = {sm, kCtaGroup == 2 ? emu::vol(t.peer_sm) : sm};
     for (uint32_t s : sms) {
       emu::Queue& q = emu::g_queue[s];
       const uint32_t head = emu::vol(q.head), tail = emu::vol(q.tail);
-      if (head != tail) emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head, q.ops[head % emu::kQueue].kind);
+      if (head != tail)
+        emu::fail("tcgen05.dealloc with operations pending (pending, the oldest, its kind)", tail - head, head,
+                  q.ops[head % emu::kQueue].kind);
     }
     emu::vol(t.columns) = 0;
     emu::vol(t.paired) = 0;
@@ -235,13 +262,15 @@ __device__ __forceinline__ void tcgen05_mma_nvfp4(uint32_t d_tmem, uint64_t a_de
   const uint32_t m_dim = ((i_desc >> 24) & 31) << 4, n_dim = ((i_desc >> 17) & 63) << 3;
   const uint32_t fixed = i_desc & ~((63u << 17) | (31u << 24));
   if (fixed != ((1u << 7) | (1u << 10)) || m_dim != 128u * kCtaGroup || n_dim < 16 || n_dim % 16 || n_dim > 128u)
-    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)", i_desc, n_dim, m_dim);
+    emu::fail("instruction descriptor not emulated (need E2M1 x E2M1, E4M3 scales, K-major, M = 128 x .cta_group, N % 16 == 0, N <= 128)",
+              i_desc, n_dim, m_dim);
   emu::require_lane_zero(d_tmem, "tcgen05.mma D not at lane 0 (lane, column)");
   emu::require_lane_zero(sfa_tmem, "tcgen05.mma scale A not at lane 0 (lane, column)");
   emu::require_lane_zero(sfb_tmem, "tcgen05.mma scale B not at lane 0 (lane, column)");
   emu::Op op{};
   op.kind = emu::kMma, op.group = kCtaGroup, op.issuer_rank = cluster_ctarank();
-  op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem, op.accumulate = accumulate;
+  op.desc[0] = a_desc, op.desc[1] = b_desc, op.d_tmem = d_tmem, op.i_desc = i_desc, op.sfa = sfa_tmem, op.sfb = sfb_tmem,
+  op.accumulate = accumulate;
   emu::enqueue(op);
 }
 // tcgen05.commit .mbarrier::arrive::one: arrives on the barrier once every earlier operation of this
@@ -268,11 +297,15 @@ __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t ta
   const uint32_t lane0 = taddr >> 16, column0 = taddr & 0xFFFF, quarter = (threadIdx.x / 32) % 4;
   if (lane0 != 32 * quarter) emu::fail("tcgen05.ld .32x32b not at the warp's lane quarter (lane, quarter)", lane0, quarter);
   emu::TmemStandIn& t = emu::sm_tmem();
-  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns)) emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
+  if (column0 < emu::vol(t.base) || column0 + 32 > emu::vol(t.base) + emu::vol(t.columns))
+    emu::fail("tcgen05.ld outside the allocation (lane, column)", lane0, column0);
   for (uint32_t c = column0; c < column0 + 32; ++c) {
     const uint32_t issued = emu::vol(t.issued[c]), done = emu::vol(t.done[c]);
-    if (issued != done) emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c, column0, issued - 1);
-    if (done == 0) emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
+    if (issued != done)
+      emu::fail("tcgen05.ld of TMEM columns a queued operation has not yet written (first column, columns read from, the operation)", c,
+                column0, issued - 1);
+    if (done == 0)
+      emu::fail("tcgen05.ld of TMEM columns nothing has written since tcgen05.alloc (first column, columns read from, 0)", c, column0);
   }
   const uint32_t lane = lane0 + uint32_t(emu::lane_id());
 #pragma unroll

@@ -19,12 +19,12 @@ struct Config {
 __device__ Config g_config = {2, 20000};
 
 struct TmemStandIn {
-  uint32_t base, columns;                // the live allocation; columns == 0: none
-  uint32_t paired, peer_sm;              // a cta_group::2 allocation and the SM of the pair's other CTA
-  uint32_t issued[kColumns];             // per column: 1 + sequence number of the last operation issued to write it (0: none)
-  uint32_t done[kColumns];               // the same, of the last one executed
-  uint32_t cells[kLanes][kColumns];      // 32-bit TMEM words
-  float a_scaled[kLanes][64];            // mma scratch: A x SFA of the operation being executed
+  uint32_t base, columns;            // the live allocation; columns == 0: none
+  uint32_t paired, peer_sm;          // a cta_group::2 allocation and the SM of the pair's other CTA
+  uint32_t issued[kColumns];         // per column: 1 + sequence number of the last operation issued to write it (0: none)
+  uint32_t done[kColumns];           // the same, of the last one executed
+  uint32_t cells[kLanes][kColumns];  // 32-bit TMEM words
+  float a_scaled[kLanes][64];        // mma scratch: A x SFA of the operation being executed
 };
 __device__ TmemStandIn g_tmem[kMaxSms];
 
@@ -34,9 +34,9 @@ struct Op {
   uint64_t ready_ns;                       // issue time + delay
   uint64_t desc[2];                        // mma: A, B; cp: the source
   uint32_t d_tmem, i_desc, sfa, sfb, accumulate;
-  uint32_t bar, cta_mask;                  // commit: the barrier offset and the CTAs it arrives at
-  uint32_t sum[2][2];                      // checksum at issue [operand][CTA of the pair]
-  uint32_t lo[2][2], hi[2][2];             // shared-memory bytes read [lo, hi) [operand][CTA of the pair]
+  uint32_t bar, cta_mask;       // commit: the barrier offset and the CTAs it arrives at
+  uint32_t sum[2][2];           // checksum at issue [operand][CTA of the pair]
+  uint32_t lo[2][2], hi[2][2];  // shared-memory bytes read [lo, hi) [operand][CTA of the pair]
 };
 struct Queue {
   int lock;
@@ -83,7 +83,9 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 }
 // Shared words read and written by threads of other warps or SMs: through volatile accesses.
 template <typename T>
-__device__ __forceinline__ volatile T& vol(T& x) { return const_cast<volatile T&>(x); }
+__device__ __forceinline__ volatile T& vol(T& x) {
+  return const_cast<volatile T&>(x);
+}
 __device__ __forceinline__ uint32_t load_acquire(const uint32_t& x) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&x) : "memory");
@@ -122,7 +124,9 @@ __device__ __forceinline__ void mark_written(TmemStandIn& t, uint32_t column, ui
 // Shared-memory matrix descriptor (tcgen05 form): start, LBO and SBO in 16-byte units at bits 0, 16
 // and 32; bits 46-48 = 0b001; base offset (49-51) and absolute-LBO mode (52) are not emulated;
 // swizzle mode at 61-63 (0 none, 2 128-byte; the other modes are not emulated).
-struct SmemDesc { uint32_t start, lbo, sbo, swizzle; };
+struct SmemDesc {
+  uint32_t start, lbo, sbo, swizzle;
+};
 __device__ __forceinline__ SmemDesc decode_smem_desc(uint64_t d) {
   if (((d >> 46) & 7) != 1) fail("matrix descriptor bits 46-48 are not 0b001", uint32_t(d >> 32), 0);
   if ((d >> 49) & 15) fail("matrix descriptor base offset / LBO mode not emulated", uint32_t(d >> 32), 0);
@@ -135,7 +139,8 @@ __device__ __forceinline__ SmemDesc decode_smem_desc(uint64_t d) {
 // bytes apart, 8-row groups SBO apart, and the 16-byte chunk index (address bits 4-6) XORed with the
 // row within the 1024-byte pattern (address bits 7-9).
 __device__ __forceinline__ uint32_t kmajor_address(const SmemDesc& d, int row, int byte) {
-  if (d.swizzle == 0) return d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 16 + uint32_t(byte / 16) * d.lbo + uint32_t(byte % 16);
+  if (d.swizzle == 0)
+    return d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 16 + uint32_t(byte / 16) * d.lbo + uint32_t(byte % 16);
   const uint32_t a = d.start + uint32_t(row / 8) * d.sbo + uint32_t(row % 8) * 128 + uint32_t(byte);
   return a ^ ((a >> 3) & 0x70);
 }
@@ -176,7 +181,8 @@ __device__ __forceinline__ float ue4m3_value(uint32_t byte) {
 __device__ __forceinline__ uint32_t scale_word(TmemStandIn& t, uint32_t column, int r) {
   const uint32_t w = cell(t, uint32_t(r), column + uint32_t(r / 32));
   for (int q = 0; q < 4; ++q)
-    if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w) fail("scale factors differ between lane quarters (row, column)", r, column);
+    if (cell(t, uint32_t(32 * q + r % 32), column + uint32_t(r / 32)) != w)
+      fail("scale factors differ between lane quarters (row, column)", r, column);
   return w;
 }
 // Row `row` of an operand, 64 K elements (8 words of 8 codes, low nibble first), times its scales.
@@ -218,8 +224,10 @@ __device__ __forceinline__ void verify_sources(const Op& op) {
     for (uint32_t v = 0; v < op.group; ++v) {
       uint32_t lo, hi;
       if (operand(op, which, v).checksum(lo, hi) != op.sum[which][v])
-        fail("a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
-             op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
+        fail(
+            "a shared-memory source of a queued operation changed between its issue and its execution (operation, KB of shared memory, "
+            "source: 0 A or a cp's, 1 B; + 2 in the pair's odd CTA)",
+            op.seq, kb_of(op.lo[which][v]), uint32_t(which) + 2 * v);
     }
 }
 // tcgen05.cp .32x128b.warpx4 into each CTA of the group: row r (16 bytes) of that CTA's source ->
@@ -247,8 +255,11 @@ __device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
   for (uint32_t v = 0; v < op.group; ++v) {
     TmemStandIn& t = pair_tmem(issuer_sm, v);
     require_written(t, op.sfa & 0xFFFF, 4, op.seq, "a tcgen05.mma reads A scale columns nothing has written (operation, column)");
-    require_written(t, op.sfb & 0xFFFF, uint32_t(n_dim + 31) / 32, op.seq, "a tcgen05.mma reads B scale columns nothing has written (operation, column)");
-    if (op.accumulate) require_written(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq, "a tcgen05.mma accumulates into columns nothing has written (operation, column)");
+    require_written(t, op.sfb & 0xFFFF, uint32_t(n_dim + 31) / 32, op.seq,
+                    "a tcgen05.mma reads B scale columns nothing has written (operation, column)");
+    if (op.accumulate)
+      require_written(t, op.d_tmem & 0xFFFF, uint32_t(n_dim), op.seq,
+                      "a tcgen05.mma accumulates into columns nothing has written (operation, column)");
     const Operand a = operand(op, 0, v);
     for (int m = 0; m < 128; ++m) {
       float row[64];
@@ -274,8 +285,10 @@ __device__ __forceinline__ void execute_mma(const Op& op, uint32_t issuer_sm) {
 }
 __device__ __forceinline__ void execute(const Op& op, uint32_t issuer_sm) {
   verify_sources(op);
-  if (op.kind == kCp) execute_cp(op, issuer_sm);
-  else if (op.kind == kMma) execute_mma(op, issuer_sm);
+  if (op.kind == kCp)
+    execute_cp(op, issuer_sm);
+  else if (op.kind == kMma)
+    execute_mma(op, issuer_sm);
   else {
     __threadfence();  // the TMEM stand-ins' words before the arrival
     for (uint32_t r = 0; r < 32; ++r)

@@ -18,8 +18,13 @@ struct Arch {
   // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
   // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
   static constexpr int kTileShapes = 2;
-  struct TileGeometry { int a_rows, b_rows, ctas; };
-  template <int kShape> static TileGeometry geometry_of() { return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1}; }
+  struct TileGeometry {
+    int a_rows, b_rows, ctas;
+  };
+  template <int kShape>
+  static TileGeometry geometry_of() {
+    return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1};
+  }
   static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
   static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
   // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
@@ -52,12 +57,18 @@ struct Arch {
   static const void* expert_kernel(int shape, int fixed_n8) {
     if (shape == 0) return fixed_n8 == 0 ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>) : nullptr;
     switch (fixed_n8) {
-      case 0: return expert_kernel_of<0>();
-      case 2: return expert_kernel_of<2>();
-      case 4: return expert_kernel_of<4>();
-      case 6: return expert_kernel_of<6>();
-      case 8: return expert_kernel_of<8>();
-      default: return nullptr;
+      case 0:
+        return expert_kernel_of<0>();
+      case 2:
+        return expert_kernel_of<2>();
+      case 4:
+        return expert_kernel_of<4>();
+      case 6:
+        return expert_kernel_of<6>();
+      case 8:
+        return expert_kernel_of<8>();
+      default:
+        return nullptr;
     }
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }

@@ -15,9 +15,9 @@ namespace sm90 {
 // K order inside a 64-wide K block is permuted identically for both operands: k16 step j holds,
 // at wgmma positions 2t, 2t+1 / 2t+8, 2t+9, the nibble pairs (2(j%2), +4) / (2(j%2)+1, +4) of
 // word j/2 of scale block t. Each element keeps its own scale, so the dot product is unchanged.
-constexpr int kTileN = 128;            // B rows per tile half (a TMA box of B, a scale atom)
-constexpr int kTileM = 256;            // most A rows per tile (the wgmma N) of tile shape 0
-constexpr int kBlockK = 64;            // K elements per pipeline stage
+constexpr int kTileN = 128;                      // B rows per tile half (a TMA box of B, a scale atom)
+constexpr int kTileM = 256;                      // most A rows per tile (the wgmma N) of tile shape 0
+constexpr int kBlockK = 64;                      // K elements per pipeline stage
 constexpr int kEpilogueWarpBytes = 64 * 16 * 2;  // 64 rows of C x 16 columns, fp16
 constexpr int kSmemBudget = 227 * 1024;          // the most shared memory a CTA may have on sm_90
 // The CTA's table of B's scales: scale_to_half2 of every E4M3 byte, built once at the kernel's start,
@@ -56,7 +56,8 @@ struct Pipeline {
   static constexpr int kStageB = kStageA + kARows * kBlockK * 2;
   static constexpr int kStageSfb = kStageB + kBRows * kBlockK / 2;
   static constexpr int kStageBytes = (kStageSfb + kHalves * 512 + 1023) / 1024 * 1024;
-  static constexpr int kStages = (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
+  static constexpr int kStages =
+      (kSmemBudget - kConsumerWarps * kEpilogueWarpBytes - kScaleTableBytes - 1024) / (kStageBytes + 16);  // + its two barriers
   // Stages in flight while the ring first fills: a stage past them is issued once the stage this
   // many before it has landed. When every CTA asks for its whole ring at once (13 MB for few rows,
   // after the leaderboard's flush), DRAM serves the stages interleaved and a CTA's first one lands
@@ -70,7 +71,8 @@ struct Pipeline {
   static constexpr int kSmemBytes = kSmemBarriers + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024
   static_assert(kStageBytes % 1024 == 0 && kStages >= 4 && kSmemBytes <= kSmemBudget, "shared memory plan");
   static_assert(kRampStages >= 1 && kRampStages <= kStages, "the ramp's first stages are issued without a wait");
-  static_assert(kProducers <= 4 && kProducers <= kStages, "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
+  static_assert(kProducers <= 4 && kProducers <= kStages,
+                "a producer a warp of the producer warpgroup; no stage's barrier two phases behind its producer");
   static_assert(128 * (kStartRegisters - kProducerRegisters) >= (kThreads - 128) * (kConsumerRegisters - kStartRegisters),
                 "the consumers' registers come from the producers'");
 };

@@ -29,7 +29,7 @@ __host__ __device__ __forceinline__ void fp4x8_to_half2x4(uint32_t w, uint32_t (
 // fp16, and normal for every product of the official data. The kernel undoes 2^-14 at the end.
 __device__ __forceinline__ __half2 scale_to_half2(uint32_t byte) {
   const unsigned short bits = static_cast<unsigned short>(((byte & 0x80u) << 8) | ((byte & 0x7Fu) << 7));  // scale * 2^-8
-  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                     // * 2^15
+  const __half scaled = __hmul(__ushort_as_half(bits), __ushort_as_half(0x7800));                          // * 2^15
   return __half2half2(scaled);
 }
 __device__ __forceinline__ uint32_t bits_of(__half2 v) { return *reinterpret_cast<uint32_t*>(&v); }

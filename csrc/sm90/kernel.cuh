@@ -13,9 +13,13 @@
 namespace nvfp4 {
 namespace sm90 {
 template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
 template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters)); }
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
 
 // The fragments of B rows `row` and `row` + 8 of a half whose packed rows and scale atom are at
 // b_offset and sf_offset in the stage, its scale bytes converted through the CTA's scale table.
@@ -56,12 +60,12 @@ struct Consumer {
   using P = Pipeline<kShape>;
   uint8_t* smem;
   Barriers<P::kStages> bars;
-  int half;                 // this warpgroup's half of the tile's B rows
-  int b_row;                // this thread's B rows of that half: b_row and b_row + 8
-  int t;                    // lane % 4: the scale block of this thread's B fragments
-  bool warp_leader;         // lane 0: arrives for its warp
-  uint32_t iter = 0;        // K blocks consumed so far (stage ring position)
-  int unreleased = -1;      // stage whose wgmma may still be running
+  int half;             // this warpgroup's half of the tile's B rows
+  int b_row;            // this thread's B rows of that half: b_row and b_row + 8
+  int t;                // lane % 4: the scale block of this thread's B fragments
+  bool warp_leader;     // lane 0: arrives for its warp
+  uint32_t iter = 0;    // K blocks consumed so far (stage ring position)
+  int unreleased = -1;  // stage whose wgmma may still be running
 
   // One K block with B fragments in frag[kBuf]: decode this warpgroup's B rows, issue their wgmma on
   // the stage's A rows. A half without rows of B (tile_halves) is computed from whatever its part of
@@ -78,8 +82,8 @@ struct Consumer {
                      P::kStageSfb + half * 512, b_row, t);
     wgmma_fence();
     wgmma_k_block<kFixedN8, P::kMaxN8>(acc, frag[kBuf], smem_desc_sw128(smem_u32(stage + P::kStageA)), n8, first);
-    wgmma_wait<1>();              // the previous K block's wgmma are done ...
-    release_unreleased();         // ... so its stage ...
+    wgmma_wait<1>();       // the previous K block's wgmma are done ...
+    release_unreleased();  // ... so its stage ...
 #pragma unroll
     for (int j = 0; j < 4; ++j) keep_in_registers(frag[kBuf ^ 1][j]);  // ... and its fragments may be overwritten now
     unreleased = s;
@@ -131,10 +135,12 @@ __device__ __forceinline__ void store_tile_as(const float (&acc)[128], const Gro
     __syncwarp();
   }
 }
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows, int n_base,
-                                           int n8, uint8_t* staging, int lane) {
-  if (out.alpha || out.bf16) store_tile_as<true>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
-  else store_tile_as<false>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
+__device__ __forceinline__ void store_tile(const float (&acc)[128], const GroupArgs& g, const OutputArgs& out, int m0, int m_rows,
+                                           int n_base, int n8, uint8_t* staging, int lane) {
+  if (out.alpha || out.bf16)
+    store_tile_as<true>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
+  else
+    store_tile_as<false>(acc, g, out, m0, m_rows, n_base, n8, staging, lane);
 }
 
 // The A rows of a tile (its group's last chunk may have fewer than the others).
@@ -287,7 +293,8 @@ __device__ __forceinline__ void consume(const Tiles& tiles, uint8_t* smem, Barri
     const TileJob job = Tiles::kReadsEarlierGrids ? first_read : tiles.job(again);
     const GroupArgs& g = job.g;
     const int m0 = job.m_chunk * g.m_chunk_rows, n0 = job.n_block * P::kBRows;
-    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes, lane);
+    store_tile(acc, g, job.out, m0, tile_rows(job), n0 + half * kTileN + half_row0, n8, smem + P::kSmemEpilogue + warp * kEpilogueWarpBytes,
+               lane);
   }
   if constexpr (kTimeline)
     if (threadIdx.x == 128) timeline_mark(kStoresEnd);
@@ -333,8 +340,10 @@ __global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(co
 // each N of FixedWgmmaN8 that the shape's tiles can have.
 template <int kShape, int kN8>
 const void* list_kernel() {
-  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8) return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
-  else return nullptr;
+  if constexpr (kN8 <= Pipeline<kShape>::kMaxN8)
+    return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
+  else
+    return nullptr;
 }
 // The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
 template <int kShape, int... kN8>

@@ -23,7 +23,10 @@ __device__ void copy_to_smem(uint8_t* dst, const uint8_t* src, int bytes) {
 }
 __device__ uint32_t phase_complete(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(bar), "r"(parity)
+               : "memory");
   return done;
 }
 // The live allocation's words [128 lanes][columns], from `column` on (relative to the allocation).
@@ -35,7 +38,8 @@ __device__ void dump_columns(uint32_t* out, uint32_t tmem, int column, int colum
 // TMEM words [128][columns] from `in`, at the allocation's column 0, written directly.
 __device__ void fill_columns(const uint32_t* in, uint32_t tmem, int columns) {
   emu::TmemStandIn& t = emu::sm_tmem();
-  for (int i = int(threadIdx.x); i < 128 * columns; i += int(blockDim.x)) emu::cell(t, uint32_t(i / columns), tmem + uint32_t(i % columns)) = in[i];
+  for (int i = int(threadIdx.x); i < 128 * columns; i += int(blockDim.x))
+    emu::cell(t, uint32_t(i / columns), tmem + uint32_t(i % columns)) = in[i];
   if (threadIdx.x == 0) emu::mark_written(t, tmem, uint32_t(columns));
   __syncthreads();
 }
@@ -87,7 +91,8 @@ __global__ void ld_probe(int column, uint32_t* out) {
   __syncthreads();
   const uint32_t tmem = slot;
   emu::TmemStandIn& t = emu::sm_tmem();
-  for (int i = int(threadIdx.x); i < 128 * 512; i += int(blockDim.x)) emu::cell(t, uint32_t(i / 512), tmem + uint32_t(i % 512)) = uint32_t(i / 512) << 16 | uint32_t(i % 512);
+  for (int i = int(threadIdx.x); i < 128 * 512; i += int(blockDim.x))
+    emu::cell(t, uint32_t(i / 512), tmem + uint32_t(i % 512)) = uint32_t(i / 512) << 16 | uint32_t(i % 512);
   if (threadIdx.x == 0) emu::mark_written(t, tmem, 512);
   __syncthreads();
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
@@ -119,8 +124,8 @@ __global__ void mma_probe(const uint8_t* a_image, const uint8_t* b_image, const 
     const uint32_t base = smem_u32(smem);
     tcgen05_cp_scales(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128), tmem + 256,
-                      tmem + 260, uint32_t(accumulate));
+    tcgen05_mma_nvfp4(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128),
+                      tmem + 256, tmem + 260, uint32_t(accumulate));
     tcgen05_commit(b);
   }
   __syncthreads();
@@ -228,8 +233,8 @@ __global__ void pair_cp_probe(const uint8_t* atoms, int column, uint32_t* out) {
 // (sfb_atom), D starting as d_in[v]. With `swap` each CTA loads the other's halves instead (a planted
 // bug). The scales are copied with tcgen05.cp.cta_group::2, the MMA committed with a multicast to both
 // CTAs. out: D [v][128][128]; phases [v][2]: barrier phase complete before and after the wait.
-__global__ void pair_mma_probe(const uint8_t* a_images, const uint8_t* b_images, const uint8_t* sfa_atoms, const uint8_t* sfb_atom, int k_slice,
-                               int accumulate, const float* d_in, int swap, float* out, int* phases) {
+__global__ void pair_mma_probe(const uint8_t* a_images, const uint8_t* b_images, const uint8_t* sfa_atoms, const uint8_t* sfb_atom,
+                               int k_slice, int accumulate, const float* d_in, int swap, float* out, int* phases) {
   __shared__ uint32_t slot;
   __shared__ uint64_t bar;
   const uint32_t rank = cluster_ctarank(), half = swap ? rank ^ 1u : rank;
@@ -246,8 +251,8 @@ __global__ void pair_mma_probe(const uint8_t* a_images, const uint8_t* b_images,
     const uint32_t base = smem_u32(smem);
     tcgen05_cp_scales<2>(tmem + 256, desc_sf(base + 32768));
     tcgen05_cp_scales<2>(tmem + 260, desc_sf(base + 32768 + 512));
-    tcgen05_mma_nvfp4<2>(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128, 256), tmem + 256,
-                         tmem + 260, uint32_t(accumulate));
+    tcgen05_mma_nvfp4<2>(tmem, desc_ab(base + uint32_t(32 * k_slice)), desc_ab(base + 16384 + uint32_t(32 * k_slice)), instr_desc(128, 256),
+                         tmem + 256, tmem + 260, uint32_t(accumulate));
     tcgen05_commit_multicast<2>(b, 3);
   }
   cluster_sync();
@@ -280,20 +285,28 @@ int run(Kernel kernel, int ctas, int threads, Args... args) {
 extern "C" {
 int probe_configure(uint64_t seed, uint32_t max_delay_ns) { return int(configure_tcgen05_emulation(seed, max_delay_ns)); }
 int probe_alloc(int columns, void* out) { return run(alloc_probe, 1, 32, columns, static_cast<uint32_t*>(out)); }
-int probe_cp(const void* atom, int column, void* out) { return run(cp_probe, 1, 128, static_cast<const uint8_t*>(atom), column, static_cast<uint32_t*>(out)); }
+int probe_cp(const void* atom, int column, void* out) {
+  return run(cp_probe, 1, 128, static_cast<const uint8_t*>(atom), column, static_cast<uint32_t*>(out));
+}
 int probe_ld(int column, void* out) { return run(ld_probe, 1, 128, column, static_cast<uint32_t*>(out)); }
-int probe_mma(const void* a, const void* b, const void* sfa, const void* sfb, int k_slice, int accumulate, const void* d_in, void* before, void* out) {
+int probe_mma(const void* a, const void* b, const void* sfa, const void* sfb, int k_slice, int accumulate, const void* d_in, void* before,
+              void* out) {
   return run(mma_probe, 1, 128, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(sfa),
-             static_cast<const uint8_t*>(sfb), k_slice, accumulate, static_cast<const float*>(d_in), static_cast<float*>(before), static_cast<float*>(out));
+             static_cast<const uint8_t*>(sfb), k_slice, accumulate, static_cast<const float*>(d_in), static_cast<float*>(before),
+             static_cast<float*>(out));
 }
 int probe_commit(void* out) { return run(commit_probe, 1, 32, static_cast<int*>(out)); }
-int probe_detector(int rule, const void* global_bytes) { return run(detector_probe, 1, 128, rule, static_cast<const uint8_t*>(global_bytes)); }
-int probe_pair_alloc(const void* columns, void* out) { return run(pair_alloc_probe, 2, 32, static_cast<const int*>(columns), static_cast<uint32_t*>(out)); }
+int probe_detector(int rule, const void* global_bytes) {
+  return run(detector_probe, 1, 128, rule, static_cast<const uint8_t*>(global_bytes));
+}
+int probe_pair_alloc(const void* columns, void* out) {
+  return run(pair_alloc_probe, 2, 32, static_cast<const int*>(columns), static_cast<uint32_t*>(out));
+}
 int probe_pair_cp(const void* atoms, int column, void* out) {
   return run(pair_cp_probe, 2, 128, static_cast<const uint8_t*>(atoms), column, static_cast<uint32_t*>(out));
 }
-int probe_pair_mma(const void* a, const void* b, const void* sfa, const void* sfb, int k_slice, int accumulate, const void* d_in, int swap, void* out,
-                   void* phases) {
+int probe_pair_mma(const void* a, const void* b, const void* sfa, const void* sfb, int k_slice, int accumulate, const void* d_in, int swap,
+                   void* out, void* phases) {
   return run(pair_mma_probe, 2, 128, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(sfa),
              static_cast<const uint8_t*>(sfb), k_slice, accumulate, static_cast<const float*>(d_in), swap, static_cast<float*>(out),
              static_cast<int*>(phases));
