@@ -11,7 +11,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda format format-check k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda format format-check check-changed k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,9 @@ check-submission:  ## the server's gate on the submission: its text rules, and K
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)
 
 CUDA_SOURCES = $(shell find csrc tests/cuda -name '*.cu' -o -name '*.cuh' | grep -v wgmma_generated)
+
+check-changed: deps  ## the checks the files that differ from BASE (default main) need (docs/CHANGING.md); DRY_RUN=1 prints the plan
+	$(PYTHON) tools/check_changed.py --base $(or $(BASE),main) $(if $(DRY_RUN),--dry-run)
 
 format:  ## apply the house layout: ruff (lint fixes, format) to the Python, clang-format to the CUDA
 	$(PYTHON) -m ruff check --fix .

@@ -1,0 +1,144 @@
+"""The checks a change needs, from the files it touches (make check-changed; docs/CHANGING.md).
+
+    python3 tools/check_changed.py [--base main] [--dry-run]
+
+The files that differ from BASE (committed since the branch left it, staged, unstaged or untracked)
+are mapped by ROUTES, the table docs/CHANGING.md shows, to make targets and test files; each is run
+once, the make targets first. A file no route names (the build's own files among them) runs
+everything CI runs. --dry-run prints the plan and runs nothing.
+"""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EVERYTHING = ("make:format-check", "make:check-bundle", "make:check-submission", "make:check-cuda", "tests")
+
+# (path prefix, the checks it needs): "make:T" a make target, "tests/..." a test file, "tests" the suite.
+ROUTES = [
+    (
+        "csrc/",
+        (
+            "make:format-check",
+            "make:check-bundle",
+            "make:check-submission",
+            "make:check-cuda",
+            "tests/test_cuda_host.py",
+            "tests/test_check_cuda.py",
+            "tests/test_bundle.py",
+            "tests/test_kernel_path.py",
+            "tests/test_moe.py",
+            "tests/test_self_check.py",
+            "tests/test_tcgen05_emulation.py",
+            "tests/test_front_door.py",
+        ),
+    ),
+    (
+        "nvfp4/",
+        (
+            "make:format-check",
+            "make:check-bundle",
+            "make:check-submission",
+            "tests/test_library.py",
+            "tests/test_moe.py",
+            "tests/test_fused_moe.py",
+            "tests/test_two_level.py",
+            "tests/test_checkpoint.py",
+            "tests/test_self_check.py",
+            "tests/test_kernel_path.py",
+            "tests/test_submission.py",
+            "tests/test_bundle.py",
+        ),
+    ),
+    (
+        "harness/",
+        (
+            "make:format-check",
+            "tests/test_eval.py",
+            "tests/test_runners.py",
+            "tests/test_spec.py",
+            "tests/test_official.py",
+            "tests/test_regimes.py",
+        ),
+    ),
+    ("eval.py", ("make:format-check", "tests/test_eval.py", "tests/test_official.py")),
+    ("reference.py", ("make:format-check", "tests/test_reference.py", "tests/test_eval.py", "tests/test_official.py")),
+    ("task.py", ("make:format-check", "tests/test_reference.py", "tests/test_official.py")),
+    ("utils.py", ("make:format-check", "tests/test_reference.py", "tests/test_eval.py")),
+    ("task.yml", ("tests/test_spec.py", "tests/test_official.py", "tests/test_eval.py")),
+    ("template.py", ("make:format-check", "tests/test_front_door.py")),
+    ("submission.py", ("make:check-bundle", "make:check-submission", "tests/test_submission.py")),
+    ("bench/", ("make:format-check", "tests/test_bench_scripts.py", "tests/test_regimes.py", "tests/test_kernels_ab.py")),
+    ("examples/", ("make:format-check", "tests/test_fused_moe.py", "tests/test_front_door.py")),
+    ("tools/bundle.py", ("make:format-check", "make:check-bundle", "tests/test_bundle.py")),
+    ("tools/gen_wgmma.py", ("make:format-check", "make:check-bundle", "tests/test_bundle.py")),
+    ("tools/check_submission.py", ("make:format-check", "make:check-submission", "tests/test_check_submission.py")),
+    ("tools/check_cuda.py", ("make:format-check", "make:check-cuda", "tests/test_check_cuda.py")),
+    ("tools/nvcc_build.py", ("make:format-check", "make:check-cuda", "tests/test_cuda_host.py", "tests/test_check_cuda.py")),
+    ("tools/cuda_toolkits.py", ("make:format-check", "make:check-cuda", "tests/test_check_cuda.py")),
+    ("tools/k_block_sass.py", ("make:format-check", "tests/test_cuda_host.py")),
+    ("tools/b200_model.py", ("make:format-check", "tests/test_b200_model.py")),
+    ("tools/sanitize.py", ("make:format-check", "tests/test_sanitize_driver.py")),
+    ("tools/submit.py", ("make:format-check", "tests/test_submit.py")),
+    ("tools/official.py", ("make:format-check", "tests/test_official.py")),
+    ("tools/dry_run.py", ("make:format-check", "tests/test_cuda_host.py")),
+    ("tools/check_changed.py", ("make:format-check", "tests/test_check_changed.py")),
+    ("docs/", ("tests/test_front_door.py", "tests/test_check_changed.py")),
+    ("README.md", ("tests/test_front_door.py",)),
+    ("tests/cuda/", ("make:format-check", "make:check-cuda", "tests/test_tcgen05_emulation.py")),
+]
+
+
+def checks_for(paths: list[str]) -> list[str]:
+    """The checks of the changed paths, each once, the make targets first; everything for a path no
+    route names, and for a changed test file that file itself (with the suite's shared helpers, everything)."""
+    found: list[str] = []
+    for path in paths:
+        if path.startswith("tests/") and not path.startswith("tests/cuda/"):
+            found += ["make:format-check", path] if Path(path).name.startswith("test_") else list(EVERYTHING)
+            continue
+        routes = [checks for prefix, checks in ROUTES if path == prefix or (prefix.endswith("/") and path.startswith(prefix))]
+        found += [c for checks in routes for c in checks] if routes else list(EVERYTHING)
+    unique = list(dict.fromkeys(found))
+    if "tests" in unique:
+        unique = [c for c in unique if not c.startswith("tests/")]
+    return sorted(unique, key=lambda c: not c.startswith("make:"))
+
+
+def changed_paths(base: str) -> list[str]:
+    """Files that differ from `base`: committed since the merge base, staged, unstaged, untracked."""
+
+    def git(*args):
+        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"git {' '.join(args)}: {proc.stderr.strip()}")
+        return proc.stdout.split()
+
+    merge_base = git("merge-base", base, "HEAD")[0]
+    return sorted(set(git("diff", "--name-only", merge_base)) | set(git("ls-files", "--others", "--exclude-standard")))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default="main", help="the revision the change is measured from (default main)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan only")
+    args = parser.parse_args()
+    paths = changed_paths(args.base)
+    if not paths:
+        print(f"nothing differs from {args.base}: no checks to run")
+        return 0
+    checks = checks_for(paths)
+    print(f"{len(paths)} file(s) differ from {args.base}; checks: {', '.join(checks)}", flush=True)
+    if args.dry_run:
+        return 0
+    for target in [c.removeprefix("make:") for c in checks if c.startswith("make:")]:
+        if subprocess.run(["make", "-s", target], cwd=ROOT).returncode:
+            return 1
+    tests = [c for c in checks if c.startswith("tests")]
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *tests], cwd=ROOT).returncode if tests else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
