@@ -5,6 +5,7 @@ sm_100a TMEM column plan) against the reference layouts; the sm_100a dry run nee
 """
 
 import ctypes
+import re
 import shutil
 import sys
 
@@ -44,6 +45,24 @@ def test_sm90_build_keeps_wgmma_pipelined():
     _, log = build(90)
     serialized = WGMMA_SERIALIZED.search(log)
     assert serialized is None, serialized.group(0)
+
+
+@pytest.mark.parametrize(
+    "arch,file,old,new,named",
+    [
+        (90, "sm90/arch.cuh", "static int threads(int shape)", "static int threads(int shape, int = 0)", "threads(shape)"),
+        (100, "sm100/arch.cuh", "static constexpr bool kNarrowTiles = false;", "static constexpr int kNarrowTiles = 0;", "kNarrowTiles"),
+    ],
+)
+def test_an_arch_that_breaks_the_contract_fails_naming_the_member(arch, file, old, new, named):
+    """csrc/arch.cuh states what the host side uses of each Arch: a member given another signature
+    fails the build there, with the member's name (the host code compiles without device code)."""
+    from nvcc_build import build, sources
+
+    text = sources()[file]
+    assert old in text
+    with pytest.raises(RuntimeError, match=re.escape(named)):
+        build(arch, device_code=False, overrides={file: text.replace(old, new)})
 
 
 def test_the_cuda_12_8_check_catches_a_call_that_only_cuda_13_has():
