@@ -29,15 +29,19 @@ import importlib.util
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from moe import host_us  # noqa: E402
+from peers import copy_bandwidth  # noqa: E402
+
 import nvfp4  # noqa: E402
 from harness.floors import geomean  # noqa: E402
+from nvfp4.portable import dequantize  # noqa: E402
 
 DECODE = [  # experts, fewest and most rows of an expert, N, K
     (8, 0, 16, 4096, 7168),
@@ -58,7 +62,6 @@ MANY = [  # from 64 rows an expert up
 ]
 SEQUENCE = 8  # weight sets, one call each, in the sequence's graph
 MARLIN_BLOCKS = (8, 16, 32, 48, 64)
-FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 BUILD_HINT = (
     "Marlin: not found. Build vLLM's Marlin NVFP4 MoE GEMM outside the project, then point --marlin (or MARLIN_FP4_LIB) at it:\n"
     "  (cd ../shared/anchors/marlin && BUILD_DIR=$PWD/../../../main/.scratch/marlin ./build.sh)\n"
@@ -99,13 +102,6 @@ def random_scales(*shape) -> torch.Tensor:
     return torch.randint(0x30, 0x48, shape, dtype=torch.uint8, device="cuda")
 
 
-def decoded(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """fp16 values of packed FP4 codes [..., K/2] times plain E4M3 scales [..., K/16] (exact)."""
-    lut = torch.tensor(FP4_VALUES, dtype=torch.float32, device=codes.device)
-    values = torch.stack((lut[(codes & 0xF).long()], lut[(codes >> 4).long()]), -1).flatten(-2)
-    return (values * scales.view(torch.float8_e4m3fn).float().repeat_interleave(16, -1)).half()
-
-
 class Problem:
     """One shape: A and the counts once, SEQUENCE weight sets, and each form's view of them."""
 
@@ -118,7 +114,9 @@ class Problem:
         a_plain = random_scales(experts, self.max_m, k // 16)
         self.sfa = nvfp4.blocked_from_plain(a_plain).view(torch.float8_e4m3fn)
         self.masked_m = torch.tensor(self.counts, dtype=torch.int32, device="cuda")
-        self.a_half = torch.cat([decoded(self.a[e, :m], a_plain[e, :m]) for e, m in enumerate(self.counts)])  # Marlin's A
+        self.a_half = torch.cat(
+            [dequantize(self.a[e, :m], a_plain[e, :m].view(torch.float8_e4m3fn).float()).half() for e, m in enumerate(self.counts)]
+        )  # Marlin's A
         self.b = [random_fp4(experts, n, k // 2) for _ in range(SEQUENCE)]
         self.b_plain = [random_scales(experts, n, k // 16) for _ in range(SEQUENCE)]
         self.sfb = [nvfp4.blocked_from_plain(s).view(torch.float8_e4m3fn) for s in self.b_plain]
@@ -129,7 +127,7 @@ class Problem:
         weights = len(self.used) * self.n * self.k * (1 / 2 + 1 / 16)
         return 1e6 * (weights + rows * self.k * (1 / 2 + 1 / 16) + 2 * rows * self.n) / bytes_per_s
 
-    def masked_calls(self) -> list:
+    def masked_calls(self) -> tuple:
         outs = [torch.empty(self.experts, self.max_m, self.n, dtype=torch.float16, device="cuda") for _ in range(SEQUENCE)]
         fp4 = lambda t: t.view(torch.float4_e2m1fn_x2)  # noqa: E731
         calls = [
@@ -138,7 +136,7 @@ class Problem:
         ]
         return calls, lambda: torch.cat([outs[0][e, : self.counts[e]] for e in self.used])
 
-    def list_calls(self) -> list:
+    def list_calls(self) -> tuple:
         fp4 = lambda t: t.view(torch.float4_e2m1fn_x2)  # noqa: E731
         a = [fp4(self.a[e, : self.counts[e]]) for e in self.used]
         sfa = [nvfp4.reordered_from_blocked(self.sfa[e], self.counts[e]) for e in self.used]
@@ -150,7 +148,7 @@ class Problem:
         calls = [lambda i=i: nvfp4.grouped_gemm(a, operands[i][0], sfa, operands[i][1], out=outs[i]) for i in range(SEQUENCE)]
         return calls, lambda: torch.cat(outs[0])
 
-    def marlin_calls(self, marlin, block_size: int) -> list:
+    def marlin_calls(self, marlin, block_size: int) -> tuple:
         if self.marlin_weights is None:
             self.marlin_weights = [marlin.prepare_weights(self.b[i], self.b_plain[i], None, torch.float16) for i in range(SEQUENCE)]
         weights = self.marlin_weights
@@ -192,20 +190,6 @@ def timed(calls: list, flush, repeats) -> tuple[float, float]:
     return replay_us(graph_of(calls[:1]), 1, flush, repeats), replay_us(graph_of(calls), len(calls), flush, repeats)
 
 
-def copy_bandwidth() -> float:
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        dst.copy_(src)
-    end.record()
-    end.synchronize()
-    return 2 * src.numel() * 10 / (start.elapsed_time(end) / 1e3)
-
-
 def check(name: str, got: torch.Tensor, want: torch.Tensor, exact: bool) -> None:
     if exact:
         if not torch.equal(got, want):
@@ -237,20 +221,6 @@ def measure(problem: Problem, marlin, flush, repeats) -> dict:
 
 
 # ------------------------------------------------------------------------------------- host time
-def host_us(fn, calls: int = 200) -> float:
-    """Median wall time of an eager call issued while the GPU is busy (no call waits for it)."""
-    fn()
-    torch.cuda.synchronize()
-    torch.cuda._sleep(400_000_000)
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
 def host_table() -> list[tuple[str, float]]:
     problem = Problem(64, 0, 16, 2048, 7168, seed=7)
     masked, _ = problem.masked_calls()

@@ -27,30 +27,38 @@ from reference import dequantize, generate_input  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure_ceilings() -> tuple[float, float]:
-    """(bytes/s of a device-to-device copy, read + write; FLOP/s of an 8192^3 bf16 matmul)."""
+def rate(fn, amount: float) -> float:
+    """amount per second of fn on the GPU: 10 calls timed by events after 3 to warm up."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return amount * 10 / (start.elapsed_time(end) / 1e3)
+
+
+def copy_bandwidth() -> float:
+    """Bytes/s of a 2 GiB device-to-device copy, read + write."""
     src = torch.empty(2 * 1024**3, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
+    bandwidth = rate(lambda: dst.copy_(src), 2 * src.numel())
+    src = dst = None  # the buffers' memory back to the cache before it is emptied
+    torch.cuda.empty_cache()
+    return bandwidth
+
+
+def measure_ceilings() -> tuple[float, float]:
+    """(copy_bandwidth(); FLOP/s of an 8192^3 bf16 matmul)."""
     x = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
     y = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
-
-    def rate(fn, amount):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(10):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return amount * 10 / (start.elapsed_time(end) / 1e3)
-
-    bandwidth = rate(lambda: dst.copy_(src), 2 * src.numel())
     flops = rate(lambda: x @ y, 2 * 8192**3)
-    src = dst = x = y = None  # the buffers' memory back to the cache before it is emptied
+    x = y = None
     torch.cuda.empty_cache()
-    return bandwidth, flops
+    return copy_bandwidth(), flops
 
 
 def on_gpu_scales(data):

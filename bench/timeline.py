@@ -80,28 +80,28 @@ def main() -> None:
     if not hasattr(raw, "nvfp4_read_timeline"):
         sys.exit(f"{args.revision}'s csrc/ has no timeline marks (csrc/timeline.cuh)")
     device = torch.device("cuda", torch.cuda.current_device())
-    dispatch.use_path(device, KernelPath(bind_library(raw), device)).__enter__()  # for the rest of the process
     flush = leaderboard_flush()
     marks = np.zeros((TIMELINE_CTAS, len(MARKS)), dtype=np.uint64)
     print(f"{library.name}: us from the first CTA's entry, median / latest over the CTAs (median of {args.repeats} calls)")
     print(f"{'case':40} {'CTAs':>4}" + "".join(f" | {m:>17}" for m in MARKS), flush=True)
     last_entry = 0
-    for label, case in cases:
-        data = generate_input(**case)
-        for _ in range(2):  # the plan and its CUDA graph made before the calls read, which replay it
-            nvfp4.custom_kernel(data)
-        calls = []
-        for _ in range(args.repeats):
-            flush()
-            nvfp4.custom_kernel(data)
-            torch.cuda.synchronize()
-            if code := raw.nvfp4_read_timeline(marks.ctypes.data_as(ctypes.c_void_p)):
-                sys.exit(f"reading the marks failed: CUDA error {code}")
-            calls.append(call_marks(marks, last_entry))
-            last_entry = int(marks[:, 0].max())
-        p50 = [statistics.median(float(np.median(c[:, j])) for c in calls) for j in range(len(MARKS))]
-        latest = [statistics.median(float(c[:, j].max()) for c in calls) for j in range(len(MARKS))]
-        print(f"{label:40} {len(calls[0]):>4}" + "".join(f" | {a:8.2f} {b:8.2f}" for a, b in zip(p50, latest)), flush=True)
+    with dispatch.use_path(device, KernelPath(bind_library(raw), device)):
+        for label, case in cases:
+            data = generate_input(**case)
+            for _ in range(2):  # the plan and its CUDA graph made before the calls read, which replay it
+                nvfp4.custom_kernel(data)
+            calls = []
+            for _ in range(args.repeats):
+                flush()
+                nvfp4.custom_kernel(data)
+                torch.cuda.synchronize()
+                if code := raw.nvfp4_read_timeline(marks.ctypes.data_as(ctypes.c_void_p)):
+                    sys.exit(f"reading the marks failed: CUDA error {code}")
+                calls.append(call_marks(marks, last_entry))
+                last_entry = int(marks[:, 0].max())
+            p50 = [statistics.median(float(np.median(c[:, j])) for c in calls) for j in range(len(MARKS))]
+            latest = [statistics.median(float(c[:, j].max()) for c in calls) for j in range(len(MARKS))]
+            print(f"{label:40} {len(calls[0]):>4}" + "".join(f" | {a:8.2f} {b:8.2f}" for a, b in zip(p50, latest)), flush=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ struct Arch {
   // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
   static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
   static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
-    return shape ? sm90::gemm_kernel<1>(fixed_n8, sm90::FixedWgmmaN8{}) : sm90::gemm_kernel<0>(fixed_n8, sm90::FixedWgmmaN8{});
+    return shape ? sm90::gemm_kernel<1, LaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{})
+                 : sm90::gemm_kernel<0, LaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{});
   }
   static int fixed_n8_at_least(int n8, int shape) {
     return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
@@ -50,26 +51,9 @@ struct Arch {
   }
   // The MoE forms' GEMM of a tile shape, choosing each tile's N (fixed_n8 0) or, for shape 1, built
   // for one N of FixedWgmmaN8; null for any other.
-  template <int kN8>
-  static const void* expert_kernel_of() {
-    return reinterpret_cast<const void*>(&sm90::grouped_gemm<kN8, 1, ExpertLaunchArgs>);
-  }
   static const void* expert_kernel(int shape, int fixed_n8) {
-    if (shape == 0) return fixed_n8 == 0 ? reinterpret_cast<const void*>(&sm90::grouped_gemm<0, 0, ExpertLaunchArgs>) : nullptr;
-    switch (fixed_n8) {
-      case 0:
-        return expert_kernel_of<0>();
-      case 2:
-        return expert_kernel_of<2>();
-      case 4:
-        return expert_kernel_of<4>();
-      case 6:
-        return expert_kernel_of<6>();
-      case 8:
-        return expert_kernel_of<8>();
-      default:
-        return nullptr;
-    }
+    if (shape == 0) return fixed_n8 == 0 ? sm90::kernel_for_n8<0, 0, ExpertLaunchArgs>() : nullptr;
+    return sm90::gemm_kernel<1, ExpertLaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{});
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
   static constexpr int kPrepassThreads = sm90::kPrepassThreads;

@@ -336,12 +336,12 @@ __global__ void __launch_bounds__(Pipeline<kShape>::kThreads, 1) grouped_gemm(co
   }
 }
 
-// The list form's kernels of a tile shape: the one choosing each tile's N (0), and one built for
-// each N of FixedWgmmaN8 that the shape's tiles can have.
-template <int kShape, int kN8>
-const void* list_kernel() {
+// The kernels of a tile shape and a form (Args): the one choosing each tile's N (0), and one built
+// for each N of FixedWgmmaN8 that the shape's tiles can have.
+template <int kShape, int kN8, class Args>
+const void* kernel_for_n8() {
   if constexpr (kN8 <= Pipeline<kShape>::kMaxN8)
-    return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, LaunchArgs>);
+    return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, Args>);
   else
     return nullptr;
 }
@@ -355,11 +355,11 @@ constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
 }
 // The kernel for a launch: built for its fixed wgmma N, or with the tree (0); null for an N the
 // shape has no kernel for (its A boxes would overrun the stage), which the launch then reports.
-template <int kShape, int... kN8>
+template <int kShape, class Args, int... kN8>
 const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
-  if (fixed_n8 == 0) return list_kernel<kShape, 0>();
+  if (fixed_n8 == 0) return kernel_for_n8<kShape, 0, Args>();
   const int n8s[] = {kN8...};
-  const void* kernels[] = {list_kernel<kShape, kN8>()...};
+  const void* kernels[] = {kernel_for_n8<kShape, kN8, Args>()...};
   for (size_t i = 0; i < sizeof n8s / sizeof n8s[0]; ++i)
     if (n8s[i] == fixed_n8) return kernels[i];
   return nullptr;
