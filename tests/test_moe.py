@@ -3,6 +3,8 @@ against float64 on full-range data, rows past each expert's count left alone, th
 GPU only (a captured graph replayed with new counts and new data), and quantization bit for bit the
 portable recipe."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -159,6 +161,50 @@ def test_bad_moe_input_raises_a_clear_error(what, message):
         out = poisoned(2, 16, 32)
     with pytest.raises(ValueError, match=message):
         nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
+
+
+def misaligned(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of t whose data starts 2 bytes past a 16-byte boundary."""
+    raw = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device=t.device)[2:]
+    return raw[: t.numel() * t.element_size()].view(t.dtype).view(t.shape).copy_(t)
+
+
+FLAWS = {  # argument -> how it is made wrong -> what a call must do: raise (a message) or warn and stay exact
+    "a": {"int8": (lambda t: t.view(torch.int8), "a has dtype"), "misaligned": (misaligned, None)},
+    "sfa": {"one K block short": (lambda t: t[:, :, :1], "sfa has shape"), "on the CPU": (lambda t: t.cpu(), None)},
+    "b": {"another N": (lambda t: t[:, :56], "out has shape"), "strided": (lambda t: t.transpose(1, 2).contiguous().transpose(1, 2), None)},
+    "sfb": {"float16": (lambda t: t.view(torch.float16), "sfb has dtype")},
+    "masked_m": {"int64": (lambda t: t.long(), "masked_m has dtype"), "one short": (lambda t: t[:-1], "masked_m has shape")},
+    "out": {"float32": (lambda t: t.float(), "out has dtype"), "strided": (lambda t: t.transpose(1, 2).contiguous().transpose(1, 2), None)},
+    "alpha": {"float16": (lambda t: t.half(), "alpha must be float32"), "[E, 1]": (lambda t: t[:, None], "alpha must be float32")},
+}
+
+
+@pytest.mark.parametrize("name,flaw", [(name, flaw) for name, flaws in FLAWS.items() for flaw in flaws])
+def test_every_flawed_masked_argument_is_refused_or_computed_exactly_elsewhere(name, flaw):
+    """One argument at a time made wrong: the call raises a ValueError naming it (a tensor on the CPU
+    beside GPU ones included), or, for what only the kernels cannot take (misaligned or strided
+    tensors), warns on the GPU, takes the portable path and is exact. The kernels' hot-path checks
+    must let none of these through."""
+    a, sfa, b, sfb, counts = moe_operands(3, 24, 64, 128, seed=9)
+    args = {"a": a, "sfa": sfa, "b": b, "sfb": sfb, "masked_m": counts, "out": poisoned(3, 24, 64)}
+    args["alpha"] = torch.ones(3, dtype=torch.float32, device=DEVICE)
+    make, message = FLAWS[name][flaw]
+    args[name] = make(args[name])
+    call = lambda: nvfp4.grouped_gemm_masked(**{k: v for k, v in args.items() if k != "alpha"}, alpha=args["alpha"])  # noqa: E731
+    if flaw == "on the CPU" and DEVICE.type == "cuda":
+        message = "sfa is on cpu"
+    if message:
+        with pytest.raises(ValueError, match=message):
+            call()
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    if DEVICE.type == "cuda":
+        assert any("portable path" in str(w.message) for w in caught), f"no warning for {name} {flaw}"
+    if name != "out":
+        assert_masked_exact(out, args["a"], args["sfa"], args["b"], args["sfb"], args["masked_m"])
 
 
 def test_the_moe_ops_have_fake_implementations():
@@ -320,6 +366,28 @@ def test_both_forms_are_exact_over_the_cases(kernel):
         out_off = poisoned(a_off.shape[0], n)
         nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=out_off)
         assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
+
+
+@requires_cuda
+@needs_kernel
+def test_valid_calls_take_the_hot_path_without_the_full_checks(monkeypatch):
+    """Both forms on valid input launch without the full checks (the host time an eager call costs),
+    and stay exact."""
+    from nvfp4 import moe
+
+    a, sfa, b, sfb, counts = moe_operands(4, 40, 64, 256, seed=11)
+    a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the full checks ran on a valid call")
+
+    monkeypatch.setattr(moe, "masked_problem", refuse)
+    monkeypatch.setattr(moe, "offsets_problem", refuse)
+    alpha = torch.ones(4, dtype=torch.float32, device=DEVICE)
+    out = nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=poisoned(4, 40, 64), alpha=alpha)
+    assert_masked_exact(out, a, sfa, b, sfb, counts)
+    out_off = nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets, out=poisoned(a_off.shape[0], 64))
+    assert_offsets_exact(out_off, a_off, sfa_off, b, sfb, offsets, sf_offsets, counts)
 
 
 @requires_cuda
