@@ -11,7 +11,7 @@ GPU         ?= B200
 SANITIZER   ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 EVAL         = $(PYTHON) eval.py
 
-.PHONY: help deps run test benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda format format-check check-changed k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
+.PHONY: help deps run test test-gpu-quick test-gpu benchmark leaderboard profile diff compare official submit bundle check-bundle check-submission check-cuda format format-check check-changed k-block library-bench kernels-ab timeline regimes moe-bench decode-bench two-level-bench peers dry-run sanitize b200-model
 
 help:  ## this list (the default target)
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,14 @@ run: deps  ## the harness on the official tests (SUBMISSION=submission.py, on th
 
 test: deps  ## the test suite (CPU-only machines skip the GPU tests and say so)
 	$(PYTHON) -m pytest -q tests
+
+test-gpu-quick: deps  ## the GPU smoke set (tests/conftest.py's QUICK): the kernels' forms, exactness, graph replays, queues
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make $@ needs a CUDA GPU (make test runs the suite on any machine)')"
+	$(PYTHON) -m pytest -q -m quick --durations=5 tests
+
+test-gpu: deps  ## on a GPU, every test test-gpu-quick leaves out (the two together: the whole suite)
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make $@ needs a CUDA GPU (make test runs the suite on any machine)')"
+	$(PYTHON) -m pytest -q -m "not quick" --durations=10 tests
 
 benchmark: deps  ## time the submission on the official benchmarks, as the leaderboard times it
 	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)

@@ -494,7 +494,7 @@ __device__ __forceinline__ void st_global_v4_evict_first(void* p, uint4 v) {
 
 // Per-CTA timeline marks, read by bench/timeline.py (make timeline): the globaltimer (ns, one clock
 // for every SM) at a few points of each CTA's run. Compiled in only when NVFP4_TIMELINE is 1, as in
-// that tool's build; every other build has no mark (tests/test_cuda_host.py reads its SASS).
+// that tool's build; every other build has no mark (tests/kernels/test_cuda_host.py reads its SASS).
 
 
 #ifndef NVFP4_TIMELINE

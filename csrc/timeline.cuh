@@ -1,7 +1,7 @@
 #pragma once
 // Per-CTA timeline marks, read by bench/timeline.py (make timeline): the globaltimer (ns, one clock
 // for every SM) at a few points of each CTA's run. Compiled in only when NVFP4_TIMELINE is 1, as in
-// that tool's build; every other build has no mark (tests/test_cuda_host.py reads its SASS).
+// that tool's build; every other build has no mark (tests/kernels/test_cuda_host.py reads its SASS).
 #include "prelude.cuh"
 
 #ifndef NVFP4_TIMELINE

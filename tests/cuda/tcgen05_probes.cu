@@ -1,6 +1,6 @@
 // Probe kernels for the tcgen05 emulation: each runs emulated instructions in isolation, on a fresh
 // TMEM allocation, and hands back what they produced (TMEM words, registers, barrier state), so
-// tests/test_tcgen05_emulation.py can compare it with the PTX ISA's definition. The pair probes run
+// tests/kernels/test_tcgen05_emulation.py can compare it with the PTX ISA's definition. The pair probes run
 // a cluster of 2 CTAs (.cta_group::2); detector_probe breaks one ordering rule and must trap.
 // Built with the emulation's header from csrc/ (-DNVFP4_ARCH=100 -DNVFP4_TCGEN05_EMULATION=1,
 // sm_90a). Every CTA asks for more than half of an SM's shared memory, so no two share an SM (and

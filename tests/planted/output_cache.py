@@ -1,6 +1,6 @@
 """A planted cheat, never a submission: outputs cached by the inputs' data pointers, so that a
 repeat on the same tensors returns the first answer without computing. The gate's test
-(tests/test_check_submission.py) needs KernelGuard to catch it."""
+(tests/submission/test_check_submission.py) needs KernelGuard to catch it."""
 
 import torch
 

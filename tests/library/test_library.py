@@ -166,11 +166,7 @@ def kernel(request):
 
     if shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs nvcc and an sm_90 GPU")
-    import sys
 
-    from conftest import ROOT
-
-    sys.path.insert(0, str(ROOT / "tools"))
     from nvcc_build import load
 
     with dispatch.use_path(device, KernelPath(load(100, emulate_tcgen05=True), device)):
@@ -286,7 +282,7 @@ def test_a_first_use_inside_a_capture_says_to_prepare_first():
     import sys
     import textwrap
 
-    from conftest import ROOT
+    from conftest import ROOT, child_env
 
     code = textwrap.dedent("""
         import torch, nvfp4
@@ -308,8 +304,9 @@ def test_a_first_use_inside_a_capture_says_to_prepare_first():
         print("captured after prepare: exact")
     """)
     proc = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n" + code],
+        [sys.executable, "-c", code],
         cwd=ROOT,
+        env=child_env("tests/library"),
         capture_output=True,
         text=True,
         timeout=600,

@@ -5,14 +5,10 @@ import sys
 
 import torch
 import yaml
+from official import PROBLEM, prepare, spec_lines
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
-from official import PROBLEM, prepare, spec_lines  # noqa: E402
-
-from harness.spec import parse_line  # noqa: E402
+from harness.spec import parse_line
 
 TASK = {
     "files": [

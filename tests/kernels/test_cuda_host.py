@@ -7,7 +7,6 @@ sm_100a TMEM column plan) against the reference layouts; the sm_100a dry run nee
 import ctypes
 import re
 import shutil
-import sys
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from conftest import ROOT, requires_cuda
 from harness.spec import read_cases
 from reference import generate_full_range_input
 
-sys.path.insert(0, str(ROOT / "tools"))
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 ARCHS = [90, 100]

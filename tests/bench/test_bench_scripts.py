@@ -10,7 +10,7 @@ import torch
 from conftest import ROOT
 
 SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
-NEEDS_ARGUMENTS = {"kernels_ab.py"}  # refuses to run without its NAME=WHAT arguments (tests/test_kernels_ab.py)
+NEEDS_ARGUMENTS = {"kernels_ab.py"}  # refuses to run without its NAME=WHAT arguments (tests/bench/test_kernels_ab.py)
 
 
 def run(script, *args):
@@ -37,8 +37,6 @@ def test_the_timeline_refuses_cases_that_match_no_case_before_building():
 
 def test_the_timeline_reads_one_calls_ctas_from_the_first_entry():
     import numpy as np
-
-    sys.path.insert(0, str(ROOT / "bench"))
     from timeline import call_marks
 
     marks = np.zeros((1024, 4), dtype=np.uint64)

@@ -2,12 +2,10 @@
 
 import re
 import subprocess
-import sys
+
+from check_changed import EVERYTHING, ROUTES, checks_for
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-from check_changed import EVERYTHING, ROUTES, checks_for  # noqa: E402
 
 GLOBAL = {".ci/run", ".clang-format", ".gitignore", "Makefile", "pyproject.toml", "requirements.txt"}  # the build's own: everything
 
@@ -23,9 +21,9 @@ def test_every_tracked_file_has_a_route_or_runs_everything():
 def test_a_change_runs_the_checks_of_its_folders_and_no_others():
     kernel = checks_for(["csrc/sm90/kernel.cuh"])
     assert kernel[:4] == ["make:format-check", "make:check-bundle", "make:check-submission", "make:check-cuda"]
-    assert "tests/test_cuda_host.py" in kernel and "tests/test_eval.py" not in kernel
-    assert checks_for(["docs/MOE.md", "README.md"]) == ["tests/test_front_door.py", "tests/test_check_changed.py"]
-    assert checks_for(["tests/test_moe.py"]) == ["make:format-check", "tests/test_moe.py"]
+    assert "tests/kernels/test_cuda_host.py" in kernel and "tests/harness/test_eval.py" not in kernel
+    assert checks_for(["docs/MOE.md", "README.md"]) == ["tests/house/test_front_door.py", "tests/house/test_check_changed.py"]
+    assert checks_for(["tests/library/test_moe.py"]) == ["make:format-check", "tests/library/test_moe.py"]
     assert checks_for(["Makefile", "docs/MOE.md"]) == list(EVERYTHING)  # the suite, not its files one by one
     assert checks_for(["tests/conftest.py"]) == list(EVERYTHING)
 

@@ -326,15 +326,12 @@ def use_emulated_sm100():
     """A block in which the current GPU's calls run the sm_100a kernel under the tcgen05 emulation
     (its own path again after it); skips where there is no nvcc or no sm_90 GPU."""
     import shutil
-    import sys
 
-    from conftest import ROOT
     from nvfp4 import dispatch
     from nvfp4.kernel_path import KernelPath
 
     if not torch.cuda.is_available() or shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs nvcc and an sm_90 GPU")
-    sys.path.insert(0, str(ROOT / "tools"))
     from nvcc_build import load
 
     device = torch.device("cuda", torch.cuda.current_device())

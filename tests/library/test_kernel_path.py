@@ -8,7 +8,7 @@ from plan_launches import launches
 
 import nvfp4
 import submission
-from conftest import ROOT
+from conftest import ROOT, requires_cuda
 from harness.runners import clone_data
 from harness.spec import read_cases
 from nvfp4.build import kernel_target
@@ -18,7 +18,7 @@ from nvfp4.layout import from_leaderboard
 from reference import generate_full_range_input, generate_input
 
 HAS_KERNEL = torch.cuda.is_available() and kernel_target(torch.cuda.get_device_capability()) is not None
-pytestmark = pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")
+pytestmark = [requires_cuda, pytest.mark.skipif(not HAS_KERNEL, reason="needs a GPU with a CUDA kernel path (sm_90)")]
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,6 @@
 """What make check-cuda (and make timeline's note) read in a ptxas report, without nvcc."""
 
-import sys
-
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-from check_cuda import ptxas_problems  # noqa: E402
+from check_cuda import ptxas_problems
 
 REPORT = """ptxas info    : Compiling entry function 'clean' for 'sm_90a'
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -2,14 +2,11 @@
 
 import importlib.util
 import subprocess
-import sys
 
 import pytest
+from check_submission import MAX_BYTES, problems
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-from check_submission import MAX_BYTES, problems  # noqa: E402
 
 SUBMISSION = ROOT / "submission.py"
 

@@ -2,11 +2,10 @@
 
 import sys
 
+from regimes import floor_us, regime_cases
+
 from conftest import ROOT
 from harness.floors import KNOWN_GPUS, case_flop
-
-sys.path.insert(0, str(ROOT / "bench"))
-from regimes import floor_us, regime_cases  # noqa: E402
 
 BYTES_PER_S, FLOP_PER_S = KNOWN_GPUS["H200"].bytes_per_s, KNOWN_GPUS["H200"].flop_per_s
 

@@ -1,17 +1,12 @@
 """tools/b200_model.py: the B200 estimate's inputs (public figures, tiles, schedules) and its fit."""
 
 import shutil
-import sys
 from collections import Counter
 
+import b200_model as model
 import pytest
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import b200_model as model  # noqa: E402
-
-from harness.floors import floor_us  # noqa: E402
+from harness.floors import floor_us
 
 PROBLEM_SOL_US = (18.833, 10.667, 2.406, 1.525)  # docs/PROBLEM.md, the B200 SOL column
 CONFIGS = {"ours-static": model.replace(model.OURS, shapes=model.every_case()), **{name: c for name, (c, _) in model.WORKLOG.items()}}

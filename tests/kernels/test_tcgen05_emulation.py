@@ -21,7 +21,7 @@ import torch
 from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
 from plan_launches import launches
 
-from conftest import ROOT
+from conftest import ROOT, child_env, requires_cuda
 from harness.runners import clone_data
 from harness.spec import read_cases
 from nvfp4.build import EMULATION_ENV
@@ -30,9 +30,8 @@ from nvfp4.layout import from_leaderboard
 from nvfp4.self_check import self_check_failure, self_checked
 from reference import generate_full_range_input, generate_input
 
-sys.path.insert(0, str(ROOT / "tools"))
 ON_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-pytestmark = pytest.mark.skipif(not (ON_SM90 and shutil.which("nvcc")), reason="needs nvcc and an sm_90 GPU")
+pytestmark = [requires_cuda, pytest.mark.skipif(not (ON_SM90 and shutil.which("nvcc")), reason="needs nvcc and an sm_90 GPU")]
 
 
 LAZY_SEED = 2  # the detectors' tests: every operation stays pending until a wait needs it
@@ -52,10 +51,9 @@ def probes():
 def in_fresh_process(code: str) -> tuple[int, str]:
     """Runs `code` in a new Python process (tools/ and tests/ importable), which a trap may end; its
     exit status and its output (a device printf goes to stdout)."""
-    prelude = f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tools')!r}, {str(ROOT / 'tests')!r}]\n"
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=600
+            [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600
         )
     except subprocess.TimeoutExpired as e:  # a hang: no detector fired
         return -1, f"timed out after {e.timeout} s: " + (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(

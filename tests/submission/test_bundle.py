@@ -5,14 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bundle
 import pytest
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import bundle  # noqa: E402
-
-from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
+from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit
 
 CURRENT = (ROOT / "submission.py").read_text()
 

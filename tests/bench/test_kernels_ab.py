@@ -3,11 +3,9 @@
 import subprocess
 import sys
 
-from conftest import ROOT
+from nvcc_build import revision_sources, source_tree, sources
 
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tools"))
-from nvcc_build import revision_sources, source_tree, sources  # noqa: E402
+from conftest import ROOT
 
 
 def run(*args):

@@ -1,11 +1,8 @@
 """tools/sanitize.py, the workload of `make sanitize`, without the sanitizer (on the CPU in CI)."""
 
-import sys
+import sanitize
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import sanitize  # noqa: E402
 
 
 def test_the_submission_passes_every_input_three_times(capsys):
