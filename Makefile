@@ -66,7 +66,7 @@ check-bundle:  ## fail when submission.py is not what csrc/ produces
 check-submission:  ## the server's gate on the submission: its text rules, and KernelGuard where installed
 	$(PYTHON) tools/check_submission.py $(SUBMISSION)
 
-CUDA_SOURCES = $(shell find csrc tests/cuda -name '*.cu' -o -name '*.cuh' | grep -v wgmma_generated)
+CUDA_SOURCES = $(shell find csrc tests/cuda -name '*.cu' -o -name '*.cuh' | grep -v _generated)
 
 check-changed: deps  ## the checks the files that differ from BASE (default main) need (docs/CHANGING.md); DRY_RUN=1 prints the plan
 	$(PYTHON) tools/check_changed.py --base $(or $(BASE),main) $(if $(DRY_RUN),--dry-run)

@@ -68,7 +68,7 @@ def main() -> None:
 
     import nvfp4
     from nvfp4 import dispatch
-    from nvfp4.build import bind_library
+    from nvfp4.boundary import bind
     from nvfp4.kernel_path import KernelPath
     from reference import check_implementation, generate_input
 
@@ -80,7 +80,7 @@ def main() -> None:
     for name, what in pairs:
         lib = library_of(what)
         print(f"{name}: {what} -> {lib.name}", flush=True)
-        paths[name] = KernelPath(bind_library(ctypes.CDLL(str(lib))), device)
+        paths[name] = KernelPath(bind(ctypes.CDLL(str(lib))), device)
     fmt = lambda t: f"{t:.2f}" if isinstance(t, float) else t  # noqa: E731 (a time, or why there is none)
     times, marks = {}, {}  # per (case, library): each round's mean (us), and "!" where a repeat stalled
     cases = [c for c in regime_cases() if c[0] in regimes]

@@ -69,7 +69,7 @@ def main() -> None:
     import nvfp4
     from harness.runners import leaderboard_flush
     from nvfp4 import dispatch
-    from nvfp4.build import bind_library
+    from nvfp4.boundary import bind
     from nvfp4.kernel_path import KernelPath
     from reference import generate_input
 
@@ -85,7 +85,7 @@ def main() -> None:
     print(f"{library.name}: us from the first CTA's entry, median / latest over the CTAs (median of {args.repeats} calls)")
     print(f"{'case':40} {'CTAs':>4}" + "".join(f" | {m:>17}" for m in MARKS), flush=True)
     last_entry = 0
-    with dispatch.use_path(device, KernelPath(bind_library(raw), device)):
+    with dispatch.use_path(device, KernelPath(bind(raw), device)):
         for label, case in cases:
             data = generate_input(**case)
             for _ in range(2):  # the plan and its CUDA graph made before the calls read, which replay it

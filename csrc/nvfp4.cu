@@ -9,29 +9,24 @@
 #include "arch.cuh"
 #include "host/plan.cuh"
 #include "host/experts.cuh"
+#include "boundary_generated.cuh"
 
 // ============================================================================ C API (ctypes)
 extern "C" {
-static std::vector<nvfp4::host::GroupShape> unpack_groups(const int64_t* packed, int num_groups) {
-  std::vector<nvfp4::host::GroupShape> groups(size_t(std::max(num_groups, 0)));
+static std::vector<nvfp4::host::GroupShape> unpack_groups(const nvfp4::GroupDesc* groups, int num_groups) {
+  auto ptr = [](int64_t address) { return reinterpret_cast<void*>(address); };
+  std::vector<nvfp4::host::GroupShape> shapes(size_t(std::max(num_groups, 0)));
   for (int g = 0; g < num_groups; ++g) {
-    const int64_t* p = packed + 8 * g;
-    groups[size_t(g)] = nvfp4::host::GroupShape{reinterpret_cast<const void*>(p[0]),
-                                                reinterpret_cast<const void*>(p[1]),
-                                                reinterpret_cast<const void*>(p[3]),
-                                                reinterpret_cast<const void*>(p[4]),
-                                                reinterpret_cast<void*>(p[2]),
-                                                int(p[5]),
-                                                int(p[6]),
-                                                int(p[7])};
+    const nvfp4::GroupDesc& d = groups[g];
+    shapes[size_t(g)] = nvfp4::host::GroupShape{ptr(d.a), ptr(d.b), ptr(d.sfa), ptr(d.sfb), ptr(d.c), int(d.m), int(d.n), int(d.k)};
   }
-  return groups;
+  return shapes;
 }
 
-// packed: 8 int64 per group: a, b, c, sfa_reordered, sfb_reordered data pointers, then M, N, K.
-// Bytes of device memory a plan for these groups needs as its workspace (0: none).
-int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
-  return nvfp4::host::workspace_bytes(unpack_groups(packed, num_groups));
+// groups: one descriptor per group (nvfp4/boundary.py). Bytes of device memory a plan for these
+// groups needs as its workspace (0: none).
+int64_t nvfp4_workspace_bytes(const nvfp4::GroupDesc* groups, int num_groups) {
+  return nvfp4::host::workspace_bytes(unpack_groups(groups, num_groups));
 }
 // dry_run 0: a plan to launch. 1: launch arguments only, kernels untouched (for inspection on a GPU
 // that cannot run them). 2: as 1, with byte-element tensor maps (sm_100a maps on older drivers).
@@ -40,7 +35,7 @@ int64_t nvfp4_workspace_bytes(const int64_t* packed, int num_groups) {
 // swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
 // alpha: null, or a float32 device array of one value per group (read by the kernels only);
 // out_bf16: 1 when every C is bf16, 0 when fp16.
-int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, const float* alpha,
+int nvfp4_plan_create(const nvfp4::GroupDesc* groups, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, const float* alpha,
                       int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
@@ -48,12 +43,12 @@ int nvfp4_plan_create(const int64_t* packed, int num_groups, int num_sms, int ti
     return st.fail("tiles must be -1 (chosen) or a tile shape of this build"), 1;
   Plan* plan = new (std::nothrow) Plan();
   if (!plan) return st.fail("out of host memory"), 1;
-  std::vector<GroupShape> groups = unpack_groups(packed, num_groups);
-  assign_workspace(groups, workspace);
+  std::vector<GroupShape> shapes = unpack_groups(groups, num_groups);
+  assign_workspace(shapes, workspace);
   // A dry run assumes that every two SMs can hold a CTA pair; a plan to launch asks the device.
   int max_pairs = num_sms / 2;
   if ((!dry_run && (!prepare_kernels(st) || !pairs_that_fit(num_sms, &max_pairs, st))) ||
-      !build_plan(std::move(groups), num_sms, max_pairs, dry_run == 2, tiles, nvfp4::OutputArgs{alpha, 0, out_bf16 != 0}, *plan, st)) {
+      !build_plan(std::move(shapes), num_sms, max_pairs, dry_run == 2, tiles, nvfp4::OutputArgs{alpha, 0, out_bf16 != 0}, *plan, st)) {
     delete plan;
     return 1;
   }
@@ -96,45 +91,50 @@ void nvfp4_plan_destroy(void* plan) {
 }
 
 // ---- the MoE forms and quantization (host/experts.cuh)
-// desc: a, b, c, sfa, sfb, masked_m, offsets, sf_offsets (data pointers; masked_m null in the offset
-// form, offsets and sf_offsets null in the masked form), then E, total rows, rows per expert
-// (masked), scale rows of sfa, N, K; then alpha (a float32 device pointer, 0 for none), alpha's
-// stride along C's columns (0: one value per expert, 1: [E][N]) and 1 for bf16 C (0: fp16).
-static nvfp4::host::ExpertProblem unpack_experts(const int64_t* d) {
-  auto ptr = [&](int i) { return reinterpret_cast<void*>(d[i]); };
-  return nvfp4::host::ExpertProblem{
-      ptr(0),     ptr(1),     ptr(3),     ptr(4),     ptr(5),
-      ptr(6),     ptr(7),     ptr(2),     int(d[8]),  int(d[9]),
-      int(d[10]), int(d[11]), int(d[12]), int(d[13]), nvfp4::OutputArgs{static_cast<const float*>(ptr(14)), int(d[15]), int(d[16])}};
+// desc: the call's descriptor (nvfp4/boundary.py names its fields).
+static nvfp4::host::ExpertProblem unpack_experts(const nvfp4::ExpertDesc& d) {
+  auto ptr = [](int64_t address) { return reinterpret_cast<void*>(address); };
+  return nvfp4::host::ExpertProblem{ptr(d.a),
+                                    ptr(d.b),
+                                    ptr(d.sfa),
+                                    ptr(d.sfb),
+                                    ptr(d.masked_m),
+                                    ptr(d.offsets),
+                                    ptr(d.sf_offsets),
+                                    ptr(d.c),
+                                    int(d.experts),
+                                    int(d.total_rows),
+                                    int(d.rows_per_expert),
+                                    int(d.sf_rows),
+                                    int(d.n),
+                                    int(d.k),
+                                    nvfp4::OutputArgs{static_cast<const float*>(ptr(d.alpha)), int(d.alpha_stride), int(d.out_bf16)}};
 }
-int64_t nvfp4_experts_workspace_bytes(const int64_t* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(desc)); }
+int64_t nvfp4_experts_workspace_bytes(const nvfp4::ExpertDesc* desc) { return nvfp4::host::expert_workspace_bytes(unpack_experts(*desc)); }
 // workspace: nvfp4_experts_workspace_bytes of device memory, used until the launches end.
-int nvfp4_experts_launch(const int64_t* desc, int num_sms, void* workspace, void* queue, char* err, int err_len) {
+int nvfp4_experts_launch(const nvfp4::ExpertDesc* desc, int num_sms, void* workspace, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
-  return nvfp4::host::launch_experts(unpack_experts(desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
+  return nvfp4::host::launch_experts(unpack_experts(*desc), num_sms, workspace, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
-// desc: x, q, sf, masked_m (data pointers; masked_m may be null), then batch, rows, K, and 1 for bf16 x;
-// then the global scale (a float32 device pointer, 0 for none) and its strides per batch entry and row;
-// then the routed form's source_row, offsets and sf_offsets (int32 device pointers, 0 when not routed)
-// and its number of experts.
-int nvfp4_quantize(const int64_t* desc, int num_sms, void* queue, char* err, int err_len) {
+int nvfp4_quantize(const nvfp4::QuantizeDesc* desc, int num_sms, void* queue, char* err, int err_len) {
   nvfp4::host::Status st{err, err_len};
-  auto ints = [&](int i) { return reinterpret_cast<const int*>(desc[i]); };
-  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(desc[0]),
-                              reinterpret_cast<uint8_t*>(desc[1]),
-                              reinterpret_cast<uint8_t*>(desc[2]),
-                              ints(3),
-                              int(desc[4]),
-                              int(desc[5]),
-                              int(desc[6]),
-                              int(desc[7]),
-                              reinterpret_cast<const float*>(desc[8]),
-                              int(desc[9]),
-                              int(desc[10]),
-                              ints(11),
-                              ints(12),
-                              ints(13),
-                              int(desc[14])};
+  const nvfp4::QuantizeDesc& d = *desc;
+  auto ints = [](int64_t address) { return reinterpret_cast<const int*>(address); };
+  const nvfp4::QuantizeArgs q{reinterpret_cast<const void*>(d.x),
+                              reinterpret_cast<uint8_t*>(d.q),
+                              reinterpret_cast<uint8_t*>(d.sf),
+                              ints(d.masked_m),
+                              int(d.batch),
+                              int(d.rows),
+                              int(d.k),
+                              int(d.bf16),
+                              reinterpret_cast<const float*>(d.global_scale),
+                              int(d.global_scale_batch_stride),
+                              int(d.global_scale_row_stride),
+                              ints(d.source_row),
+                              ints(d.offsets),
+                              ints(d.sf_offsets),
+                              int(d.experts)};
   return nvfp4::host::launch_quantize(q, num_sms, nvfp4::host::queue_of(queue), st) ? 0 : 1;
 }
 

@@ -1,10 +1,11 @@
-"""Building the CUDA translation unit for a GPU (JIT, cached in torch's extension cache) and
-declaring its C API for ctypes."""
+"""Building the CUDA translation unit for a GPU (JIT, cached in torch's extension cache); its C API
+for ctypes comes from nvfp4/boundary.py."""
 
 import ctypes
 import hashlib
 import os
 
+from .boundary import bind
 from .cuda_source import cuda_source
 
 BUILD_TARGETS = {90: "90a", 100: "100a"}  # what `make check-cuda` compiles
@@ -58,41 +59,4 @@ def build_library(arch: int, target: str, emulate_tcgen05: bool) -> ctypes.CDLL:
         from torch.utils.cpp_extension import _get_build_directory
 
         path = os.path.join(_get_build_directory(name, False), f"{name}.so")
-    return bind_library(ctypes.CDLL(path))
-
-
-def bind_library(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """Declare the C API's signatures on a loaded build of cuda_source()."""
-    c_int, c_void, c_char = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
-    ptr = ctypes.POINTER
-    signatures = {
-        "nvfp4_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64), c_int]),
-        "nvfp4_plan_create": (c_int, [ptr(ctypes.c_int64), c_int, c_int, c_int, c_int, c_void, c_void, c_int, ptr(c_void), c_char, c_int]),
-        "nvfp4_prepare_device": (c_int, [c_char, c_int]),
-        "nvfp4_plan_launch": (c_int, [c_void, c_void, c_char, c_int]),
-        "nvfp4_plan_instantiate": (c_int, [c_void, ptr(c_void), c_char, c_int]),
-        "nvfp4_graph_launch": (c_int, [c_void, c_void]),
-        "nvfp4_error_string": (c_char, [c_int]),
-        "nvfp4_plan_destroy": (None, [c_void]),
-        "nvfp4_arch": (c_int, []),
-        "nvfp4_tcgen05_emulated": (c_int, []),
-        "nvfp4_emulation_configure": (c_int, [ctypes.c_uint64, ctypes.c_uint32]),
-        "nvfp4_plan_launch_count": (c_int, [c_void]),
-        "nvfp4_plan_launch_info": (c_int, [c_void, c_int, *[ptr(c_int)] * 5, ptr(ctypes.c_uint32), ptr(ctypes.c_uint16)]),
-        "nvfp4_plan_group": (c_int, [c_void, c_int, c_int, ptr(ctypes.c_int64), ptr(ctypes.c_uint8), ptr(ctypes.c_uint8)]),
-        "nvfp4_tile_rows": (c_int, [ptr(c_int)] * 4),
-        "nvfp4_schedule": (c_int, [ptr(c_int), c_int, c_int, c_int, c_int, ptr(c_int), c_int]),
-        "nvfp4_scale_byte": (ctypes.c_int64, [c_int, c_int, c_int]),
-        "nvfp4_tmem_plan": (c_int, [c_int, c_int, ptr(c_int)]),
-        "nvfp4_tile_shape": (c_int, [c_int, *[ptr(c_int)] * 3]),
-        "nvfp4_expert_kernel_choice": (None, [c_int] * 5 + [ptr(c_int)] * 2),
-        "nvfp4_experts_workspace_bytes": (ctypes.c_int64, [ptr(ctypes.c_int64)]),
-        "nvfp4_experts_launch": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_void, c_char, c_int]),
-        "nvfp4_quantize": (c_int, [ptr(ctypes.c_int64), c_int, c_void, c_char, c_int]),
-        "nvfp4_expert_walk": (c_int, [c_int, c_int, c_int, ptr(c_int), c_int]),
-        "nvfp4_quantize_walk": (ctypes.c_int64, [c_int, c_int, c_int, ctypes.c_int64, ctypes.c_int64, ptr(c_int), ctypes.c_int64]),
-    }
-    for fn, (restype, argtypes) in signatures.items():
-        getattr(lib, fn).restype = restype
-        getattr(lib, fn).argtypes = argtypes
-    return lib
+    return bind(ctypes.CDLL(path))  # the C API's signatures, once its descriptors' layout checks out

@@ -19,6 +19,7 @@ from operator import attrgetter, or_
 
 import torch
 
+from .boundary import GroupDesc
 from .build import EMULATION_SEED_ENV
 from .launch_queue import capturing, current_queue
 from .layout import E4M3_DTYPES, FP4_DTYPES, OUT_DTYPES, group_shapes, group_tensors, packed_scale_strides
@@ -265,10 +266,11 @@ def create_plan(
     if pointers is None:
         pointers = [t.data_ptr() for t in tensors]
     g = len(sizes)
-    packed = []
+    packed = (GroupDesc * g)()
     for i, (m, n, k, _) in enumerate(sizes):
-        packed += [*pointers[3 * i : 3 * i + 3], *pointers[3 * g + 2 * i : 3 * g + 2 * i + 2], m, n, k]
-    packed = (ctypes.c_int64 * len(packed))(*packed)
+        a, b, c = pointers[3 * i : 3 * i + 3]
+        sfa, sfb = pointers[3 * g + 2 * i : 3 * g + 2 * i + 2]
+        packed[i] = GroupDesc(a=a, b=b, c=c, sfa=sfa, sfb=sfb, m=m, n=n, k=k)
     nbytes = lib.nvfp4_workspace_bytes(packed, g)
     buffer = workspace(nbytes, tensors[0].device) if nbytes else None
     handle = ctypes.c_void_p()

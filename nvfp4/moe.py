@@ -19,6 +19,7 @@ from operator import attrgetter, or_
 
 import torch
 
+from .boundary import ExpertDesc
 from .dispatch import path_of
 from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
@@ -220,10 +221,12 @@ def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelP
     return kernel
 
 
-def _launch(kernel: KernelPath, pointers: list, sizes: list, out: torch.Tensor, alpha: torch.Tensor | None) -> None:
+def _launch(kernel: KernelPath, desc: ExpertDesc, out: torch.Tensor, alpha: torch.Tensor | None) -> None:
+    """The MoE GEMM of desc (its tensors' fields set) on the caller's current queue."""
     device = out.device
-    output = [alpha.data_ptr(), int(alpha.dim() == 2)] if alpha is not None else [0, 0]
-    desc = (ctypes.c_int64 * 17)(*pointers, *sizes, *output, int(out.dtype == torch.bfloat16))
+    if alpha is not None:
+        desc.alpha, desc.alpha_stride = alpha.data_ptr(), int(alpha.dim() == 2)
+    desc.out_bf16 = int(out.dtype == torch.bfloat16)
     nbytes = kernel.lib.nvfp4_experts_workspace_bytes(desc)
     queue = current_queue(device.index)
     err = ctypes.create_string_buffer(512)
@@ -334,8 +337,21 @@ def masked_into(
             return
         pointers = list(map(_data_ptr, (a, sfa, b, sfb, masked_m, out)))
     a_ptr, sfa_ptr, b_ptr, sfb_ptr, masked_ptr, out_ptr = pointers
-    sizes = [experts, experts * max_m, max_m, experts * ((max_m + 127) // 128 * 128), n, k]
-    _launch(kernel, [a_ptr, b_ptr, out_ptr, sfa_ptr, sfb_ptr, masked_ptr, 0, 0], sizes, out, alpha)
+    desc = ExpertDesc(
+        a=a_ptr,
+        b=b_ptr,
+        c=out_ptr,
+        sfa=sfa_ptr,
+        sfb=sfb_ptr,
+        masked_m=masked_ptr,
+        experts=experts,
+        total_rows=experts * max_m,
+        rows_per_expert=max_m,
+        sf_rows=experts * ((max_m + 127) // 128 * 128),
+        n=n,
+        k=k,
+    )
+    _launch(kernel, desc, out, alpha)
 
 
 def offsets_into(
@@ -365,6 +381,18 @@ def offsets_into(
             return
         pointers = list(map(_data_ptr, tensors))
     a_ptr, sfa_ptr, b_ptr, sfb_ptr, offsets_ptr, sf_offsets_ptr, out_ptr = pointers
-    _launch(
-        kernel, [a_ptr, b_ptr, out_ptr, sfa_ptr, sfb_ptr, 0, offsets_ptr, sf_offsets_ptr], [experts, total, 0, sf_rows, n, k], out, alpha
+    desc = ExpertDesc(
+        a=a_ptr,
+        b=b_ptr,
+        c=out_ptr,
+        sfa=sfa_ptr,
+        sfb=sfb_ptr,
+        offsets=offsets_ptr,
+        sf_offsets=sf_offsets_ptr,
+        experts=experts,
+        total_rows=total,
+        sf_rows=sf_rows,
+        n=n,
+        k=k,
     )
+    _launch(kernel, desc, out, alpha)

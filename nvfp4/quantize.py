@@ -17,6 +17,7 @@ import math
 
 import torch
 
+from .boundary import QuantizeDesc
 from .kernel_path import KernelPath
 from .launch_queue import current_queue
 
@@ -180,26 +181,27 @@ def launch_quantize(
     strides=(0, 0),
     routed=None,
 ) -> None:
-    """The quantization kernel on the caller's current queue (its arguments: nvfp4_quantize in
-    csrc/nvfp4.cu); routed: (source_row, offsets, sf_offsets), int32 on the GPU, of the routed form."""
+    """The quantization kernel on the caller's current queue (its arguments:
+    nvfp4/boundary.py's QuantizeDesc); routed: (source_row, offsets, sf_offsets), int32 on the GPU, of the routed form."""
     pointer = lambda t: t.data_ptr() if t is not None else 0
     source_row, offsets, sf_offsets = routed or (None, None, None)
     experts = sf_offsets.shape[0] if sf_offsets is not None else 0
-    desc = (ctypes.c_int64 * 15)(
-        x.data_ptr(),
-        q.data_ptr(),
-        sf.data_ptr(),
-        pointer(masked_m),
-        batch,
-        rows,
-        x.shape[-1],
-        int(x.dtype == torch.bfloat16),
-        pointer(global_scale),
-        *strides,
-        pointer(source_row),
-        pointer(offsets),
-        pointer(sf_offsets),
-        experts,
+    desc = QuantizeDesc(
+        x=x.data_ptr(),
+        q=q.data_ptr(),
+        sf=sf.data_ptr(),
+        masked_m=pointer(masked_m),
+        batch=batch,
+        rows=rows,
+        k=x.shape[-1],
+        bf16=int(x.dtype == torch.bfloat16),
+        global_scale=pointer(global_scale),
+        global_scale_batch_stride=strides[0],
+        global_scale_row_stride=strides[1],
+        source_row=pointer(source_row),
+        offsets=pointer(offsets),
+        sf_offsets=pointer(sf_offsets),
+        experts=experts,
     )
     err = ctypes.create_string_buffer(512)
     if kernel.lib.nvfp4_quantize(desc, kernel.num_sms, current_queue(x.get_device()), err, len(err)):

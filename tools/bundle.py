@@ -11,8 +11,9 @@ translation unit itself, written in as a constant for the default queue (csrc/ho
 for queue_default.cuh). The bundle refuses what would silently change meaning in one namespace:
 a name defined by two modules, an import of a name the imported module does not define, an import
 of the package other than `from .module import name` at a module's top level.
---check fails when submission.py is not what the sources produce, or when
-csrc/sm90/wgmma_generated.cuh is not what tools/gen_wgmma.py writes.
+--check fails when submission.py is not what the sources produce, or when a generated header
+(csrc/sm90/wgmma_generated.cuh, csrc/boundary_generated.cuh) is not what its generator
+(tools/gen_wgmma.py, tools/gen_boundary.py) writes.
 """
 
 import argparse
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
 
-MODULES = ("layout", "validate", "portable", "launch_queue", "cuda_source", "build", "kernel_path", "self_check", "dispatch", "leaderboard")
+MODULES = ("layout", "validate", "portable", "launch_queue", "cuda_source", "boundary", "build", "kernel_path", "self_check", "dispatch", "leaderboard")
 SWAPPED = {"launch_queue": "launch_queue_default"}  # module -> the module written in its place
 HEADER = '''"""NVFP4 block-scaled grouped GEMM: C_i = (A_i * SFA_i) @ (B_i * SFB_i)^T in fp16, for every group i.
 
@@ -191,14 +192,15 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if submission.py is not what the sources produce")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tools"))
-    from gen_wgmma import OUT as GENERATED
-    from gen_wgmma import generated
+    import gen_boundary
+    import gen_wgmma
 
     try:
-        if args.check and GENERATED.read_text() != generated():
-            raise BundleError(f"{GENERATED.relative_to(ROOT)} is not what tools/gen_wgmma.py writes: run `make bundle`")
-        if not args.check:
-            GENERATED.write_text(generated())
+        for generator in (gen_wgmma, gen_boundary):
+            if args.check and generator.OUT.read_text() != generator.generated():
+                raise BundleError(f"{generator.OUT.relative_to(ROOT)} is not what {generator.__name__}.py writes: run `make bundle`")
+            if not args.check:
+                generator.OUT.write_text(generator.generated())
         wanted = bundled()
     except BundleError as e:
         print(f"bundle: {e}", file=sys.stderr)

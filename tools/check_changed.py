@@ -27,6 +27,7 @@ ROUTES = [
             "make:check-cuda",
             "tests/kernels/test_cuda_host.py",
             "tests/kernels/test_check_cuda.py",
+            "tests/kernels/test_boundary.py",
             "tests/submission/test_bundle.py",
             "tests/library/test_kernel_path.py",
             "tests/library/test_moe.py",
@@ -41,6 +42,7 @@ ROUTES = [
             "make:format-check",
             "make:check-bundle",
             "make:check-submission",
+            "tests/kernels/test_boundary.py",
             "tests/library/test_library.py",
             "tests/library/test_moe.py",
             "tests/library/test_fused_moe.py",
@@ -77,6 +79,10 @@ ROUTES = [
     ("examples/", ("make:format-check", "tests/library/test_fused_moe.py", "tests/house/test_front_door.py")),
     ("tools/bundle.py", ("make:format-check", "make:check-bundle", "tests/submission/test_bundle.py")),
     ("tools/gen_wgmma.py", ("make:format-check", "make:check-bundle", "tests/submission/test_bundle.py")),
+    (
+        "tools/gen_boundary.py",
+        ("make:format-check", "make:check-bundle", "tests/submission/test_bundle.py", "tests/kernels/test_boundary.py"),
+    ),
     ("tools/check_submission.py", ("make:format-check", "make:check-submission", "tests/submission/test_check_submission.py")),
     ("tools/check_cuda.py", ("make:format-check", "make:check-cuda", "tests/kernels/test_check_cuda.py")),
     (

@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from cuda_toolkits import Toolkit  # noqa: E402
 
-from nvfp4.build import BUILD_TARGETS, bind_library, nvcc_flags  # noqa: E402
+from nvfp4.boundary import bind  # noqa: E402
+from nvfp4.build import BUILD_TARGETS, nvcc_flags  # noqa: E402
 from nvfp4.cuda_source import LEADERBOARD_SWAPS  # noqa: E402
 
 MACHINE_TOOLKIT = Toolkit("", "nvcc", None)  # the nvcc on PATH, with its own headers
@@ -146,7 +147,7 @@ def _nvcc(nvcc: str, args: list[str], out: Path, what: str) -> str:
 
 
 def load(arch: int, target: str | None = None, emulate_tcgen05: bool = False, overrides: dict[str, str] | None = None) -> ctypes.CDLL:
-    return bind_library(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, overrides)[0])))
+    return bind(ctypes.CDLL(str(build(arch, target, emulate_tcgen05, overrides)[0])))
 
 
 def build_probes(probe_source: Path) -> ctypes.CDLL:

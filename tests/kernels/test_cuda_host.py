@@ -29,6 +29,17 @@ def lib(request):
     return load(request.param)
 
 
+def test_the_built_library_has_every_entry_point_and_the_tables_descriptors(lib):
+    """Each build (loaded through nvfp4.boundary.bind, which already refuses a different layout) exports
+    every entry point of nvfp4/boundary.py's table and reports its descriptors where the table has them."""
+    from nvfp4 import boundary
+
+    missing = [
+        name for _, name, _ in map(boundary.parse, boundary.ENTRY_POINTS) if name not in boundary.OPTIONAL and not hasattr(lib, name)
+    ]
+    assert missing == [] and boundary.layout_differences(lib) == []
+
+
 def test_sm90_build_keeps_wgmma_pipelined():
     """ptxas serializes wgmma, silently apart from an info note, when it cannot prove the pipeline
     safe (a per-tile K loop for each wgmma N did that); the build must carry no such note."""
@@ -320,9 +331,22 @@ def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
 def test_the_masked_launch_refuses_sizes_its_buffers_cannot_hold(lib, sizes, message):
     """The C API checks the masked form's sizes before anything reaches the GPU (nvfp4/moe.py passes
     consistent ones; another caller may not): a refusal names what does not fit."""
-    pointers = [1 << 20] * 6 + [0, 0]  # a, b, c, sfa, sfb, masked_m; no offsets
-    output = sizes[6:] or (0, 0, 0)  # alpha, its column stride, bf16 C
-    desc = (ctypes.c_int64 * 17)(*pointers, *sizes[:6], *output)
+    from nvfp4.boundary import ExpertDesc
+
+    experts, total_rows, rows_per_expert, sf_rows, n, k = sizes[:6]
+    alpha, alpha_stride, out_bf16 = sizes[6:] or (0, 0, 0)
+    desc = ExpertDesc(
+        **dict.fromkeys(("a", "b", "c", "sfa", "sfb", "masked_m"), 1 << 20),  # no offsets: the masked form
+        experts=experts,
+        total_rows=total_rows,
+        rows_per_expert=rows_per_expert,
+        sf_rows=sf_rows,
+        n=n,
+        k=k,
+        alpha=alpha,
+        alpha_stride=alpha_stride,
+        out_bf16=out_bf16,
+    )
     err = ctypes.create_string_buffer(256)
     if message is None:
         assert lib.nvfp4_experts_workspace_bytes(desc) > 0  # well formed; launching it needs a GPU

@@ -19,11 +19,12 @@ def test_submission_is_what_the_sources_produce():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_the_generated_wgmma_header_is_what_its_generator_writes():
-    """csrc/sm90/wgmma_generated.cuh comes from tools/gen_wgmma.py: an edit to either alone fails here."""
-    import gen_wgmma
-
-    assert gen_wgmma.OUT.read_text() == gen_wgmma.generated(), "run python3 tools/gen_wgmma.py"
+@pytest.mark.parametrize("generator", ["gen_wgmma", "gen_boundary"])
+def test_each_generated_header_is_what_its_generator_writes(generator):
+    """csrc/sm90/wgmma_generated.cuh and csrc/boundary_generated.cuh come from tools/gen_wgmma.py and
+    tools/gen_boundary.py (nvfp4/boundary.py's table): an edit to either side alone fails here."""
+    module = __import__(generator)
+    assert module.OUT.read_text() == module.generated(), "run make bundle"
 
 
 @pytest.fixture
