@@ -4419,8 +4419,8 @@ int64_t nvfp4_workspace_bytes(const nvfp4::GroupDesc* groups, int num_groups) {
 // swapped, 2 swapped over a CTA pair; elsewhere 0, the one shape there is).
 // alpha: null, or a float32 device array of one value per group (read by the kernels only);
 // out_bf16: 1 when every C is bf16, 0 when fp16.
-int nvfp4_plan_create(const nvfp4::GroupDesc* groups, int num_groups, int num_sms, int tiles, int dry_run, void* workspace, const float* alpha,
-                      int out_bf16, void** plan_out, char* err, int err_len) {
+int nvfp4_plan_create(const nvfp4::GroupDesc* groups, int num_groups, int num_sms, int tiles, int dry_run, void* workspace,
+                      const float* alpha, int out_bf16, void** plan_out, char* err, int err_len) {
   using namespace nvfp4::host;
   Status st{err, err_len};
   if (tiles < kTilesChosen || tiles >= nvfp4::Arch::kTileShapes)

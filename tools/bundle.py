@@ -28,7 +28,19 @@ sys.path.insert(0, str(ROOT))
 
 from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
 
-MODULES = ("layout", "validate", "portable", "launch_queue", "cuda_source", "boundary", "build", "kernel_path", "self_check", "dispatch", "leaderboard")
+MODULES = (
+    "layout",
+    "validate",
+    "portable",
+    "launch_queue",
+    "cuda_source",
+    "boundary",
+    "build",
+    "kernel_path",
+    "self_check",
+    "dispatch",
+    "leaderboard",
+)
 SWAPPED = {"launch_queue": "launch_queue_default"}  # module -> the module written in its place
 HEADER = '''"""NVFP4 block-scaled grouped GEMM: C_i = (A_i * SFA_i) @ (B_i * SFB_i)^T in fp16, for every group i.
 
