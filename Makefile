@@ -55,21 +55,21 @@ compare: deps  ## A=one.py B=other.py: both timed on the same inputs, alternatin
 	$(EVAL) compare $(A) $(B) $(SPEC)
 
 official: deps  ## REF=path/to/reference-kernels: the leaderboard's own eval on our files (MODE=test|benchmark|leaderboard)
-	$(PYTHON) tools/official.py --ref "$(REF)" --mode $(MODE) --submission $(SUBMISSION)
+	$(PYTHON) -m tools.official --ref "$(REF)" --mode $(MODE) --submission $(SUBMISSION)
 
 bundle:  ## write csrc/ (and the generated wgmma code) into submission.py
-	$(PYTHON) tools/bundle.py
+	$(PYTHON) -m tools.bundle
 
 check-bundle:  ## fail when submission.py is not what csrc/ produces
-	$(PYTHON) tools/bundle.py --check
+	$(PYTHON) -m tools.bundle --check
 
 check-submission:  ## the server's gate on the submission: its text rules, and KernelGuard where installed
-	$(PYTHON) tools/check_submission.py $(SUBMISSION)
+	$(PYTHON) -m tools.check_submission $(SUBMISSION)
 
 CUDA_SOURCES = $(shell find csrc tests/cuda -name '*.cu' -o -name '*.cuh' | grep -v _generated)
 
 check-changed: deps  ## the checks the files that differ from BASE (default main) need (docs/CHANGING.md); DRY_RUN=1 prints the plan
-	$(PYTHON) tools/check_changed.py --base $(or $(BASE),main) $(if $(DRY_RUN),--dry-run)
+	$(PYTHON) -m tools.check_changed --base $(or $(BASE),main) $(if $(DRY_RUN),--dry-run)
 
 format:  ## apply the house layout: ruff (lint fixes, format) to the Python, clang-format to the CUDA
 	$(PYTHON) -m ruff check --fix .
@@ -82,49 +82,49 @@ format-check:  ## fail where the Python or the CUDA is not in the house layout (
 	clang-format --dry-run -Werror $(CUDA_SOURCES)
 
 check-cuda: deps  ## compile the CUDA kernels (nvcc, no GPU needed); fail on spills, stack frames or serialized wgmma
-	$(PYTHON) tools/check_cuda.py
+	$(PYTHON) -m tools.check_cuda
 
 dry-run: deps  ## build the sm_100a launch arguments on this GPU (any CUDA GPU) without launching; check them
-	$(PYTHON) tools/dry_run.py --arch 100
+	$(PYTHON) -m tools.dry_run --arch 100
 
 sanitize: deps  ## the submission on varied inputs under compute-sanitizer memcheck, synccheck, initcheck (a CUDA GPU)
 	@test -x "$(SANITIZER)" || { echo "compute-sanitizer not found (it ships in the CUDA toolkit's bin/): set SANITIZER=/path/to/it"; exit 1; }
 	@for tool in memcheck synccheck initcheck; do \
 	  echo "== $$tool"; \
-	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) tools/sanitize.py --submission $(SUBMISSION) $(SANITIZE_ARGS) || exit 1; \
+	  $(SANITIZER) --tool $$tool --error-exitcode 9 $(PYTHON) -m tools.sanitize --submission $(SUBMISSION) $(SANITIZE_ARGS) || exit 1; \
 	done
 
 b200-model: deps  ## the calibrated B200 estimate of the sm_100a designs (a model, no GPU; needs nvcc); MODEL_ARGS="--config ours v6b"
-	$(PYTHON) tools/b200_model.py $(MODEL_ARGS)
+	$(PYTHON) -m tools.b200_model $(MODEL_ARGS)
 
 library-bench: deps  ## the library's op (captured, plain) against submission.py on the benchmark, in one run (a CUDA GPU)
-	$(PYTHON) bench/library.py
+	$(PYTHON) -m bench.library
 
 k-block:  ## instructions per K block of the sm_90a kernels, from their SASS (nvcc, no GPU)
-	$(PYTHON) tools/k_block_sass.py
+	$(PYTHON) -m tools.k_block_sass
 
 kernels-ab: deps  ## KERNELS="main=HEAD~1 new=.": csrc/ of each git revision built with nvcc and timed in one process on the regimes' cases (an sm_90 GPU)
 	@test -n "$(KERNELS)" || { echo 'usage: make kernels-ab KERNELS="main=HEAD~1 new=." [AB_ARGS="--regimes benchmark --floors"]'; exit 2; }
-	$(PYTHON) bench/kernels_ab.py $(KERNELS) $(AB_ARGS)
+	$(PYTHON) -m bench.kernels_ab $(KERNELS) $(AB_ARGS)
 
 timeline: deps  ## per-CTA timeline of the sm_90a GEMM (entry, first stage, K loops, stores) behind the flush; TIMELINE_ARGS="--cases 'E=8, 1-8'" (an sm_90 GPU)
-	$(PYTHON) bench/timeline.py $(TIMELINE_ARGS)
+	$(PYTHON) -m bench.timeline $(TIMELINE_ARGS)
 
 regimes: deps  ## the kernel against its floors and cuBLAS: few rows per expert, the benchmark, many rows (a CUDA GPU)
-	$(PYTHON) bench/regimes.py
+	$(PYTHON) -m bench.regimes
 
 moe-bench: deps  ## the MoE forms against the list form, what empty experts cost, quantize's bandwidth (a CUDA GPU)
-	$(PYTHON) bench/moe.py
+	$(PYTHON) -m bench.moe
 
 decode-bench: deps  ## few rows per expert: our MoE forms against vLLM's Marlin (MARLIN_FP4_LIB=...) and the DRAM floor, single-call and in sequence (an sm_90 GPU)
-	$(PYTHON) bench/decode.py $(if $(MARLIN_FP4_LIB),--marlin $(MARLIN_FP4_LIB))
+	$(PYTHON) -m bench.decode $(if $(MARLIN_FP4_LIB),--marlin $(MARLIN_FP4_LIB))
 
 two-level-bench: deps  ## what alpha and bf16 output cost; fused_moe end to end against its parts (a CUDA GPU)
-	$(PYTHON) bench/two_level.py
+	$(PYTHON) -m bench.two_level
 
 peers: deps  ## our submission against torch and cuBLAS on this GPU; writes docs/peers.{md,png}
 	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
-	$(PYTHON) bench/peers.py --out docs
+	$(PYTHON) -m bench.peers --out docs
 
 submit:  ## send the submission to an open leaderboard (nvfp4_group_gemm closed on 2026-02-21): MODE, LEADERBOARD, GPU
-	$(PYTHON) tools/submit.py --mode $(MODE) --leaderboard $(LEADERBOARD) --gpu $(GPU) $(SUBMISSION)
+	$(PYTHON) -m tools.submit --mode $(MODE) --leaderboard $(LEADERBOARD) --gpu $(GPU) $(SUBMISSION)

@@ -1,7 +1,7 @@
 """The decode regime: few rows per expert, our masked and list forms against vLLM's Marlin NVFP4 MoE
 GEMM and the DRAM floor (`make decode-bench`, an sm_90 GPU).
 
-    python bench/decode.py [--marlin PATH/libmarlin_fp4_moe.so] [--repeats 30] [--shapes "E=8,"]
+    python3 -m bench.decode [--marlin PATH/libmarlin_fp4_moe.so] [--repeats 30] [--shapes "E=8,"]
 
 Each shape draws every expert's rows uniformly from its range (fixed seed). Each contender is timed
 from CUDA graphs, behind a 512 MiB write that flushes the L2 cache: single-call (a graph of one call)
@@ -33,15 +33,13 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from moe import host_us  # noqa: E402
-from peers import copy_bandwidth  # noqa: E402
+import nvfp4
+from bench.moe import host_us
+from bench.peers import copy_bandwidth
+from harness.floors import geomean
+from nvfp4.portable import dequantize
 
-import nvfp4  # noqa: E402
-from harness.floors import geomean  # noqa: E402
-from nvfp4.portable import dequantize  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DECODE = [  # experts, fewest and most rows of an expert, N, K
     (8, 0, 16, 4096, 7168),
@@ -65,7 +63,7 @@ MARLIN_BLOCKS = (8, 16, 32, 48, 64)
 BUILD_HINT = (
     "Marlin: not found. Build vLLM's Marlin NVFP4 MoE GEMM outside the project, then point --marlin (or MARLIN_FP4_LIB) at it:\n"
     "  (cd ../shared/anchors/marlin && BUILD_DIR=$PWD/../../../main/.scratch/marlin ./build.sh)\n"
-    "  python bench/decode.py --marlin .scratch/marlin/libmarlin_fp4_moe.so"
+    "  python3 -m bench.decode --marlin .scratch/marlin/libmarlin_fp4_moe.so"
 )
 
 

@@ -1,6 +1,6 @@
 """Host and GPU time of one custom_kernel call on the GPU at hand, per official benchmark case.
 
-    python bench/host_overhead.py [--submission PATH]
+    python3 -m bench.host_overhead [--submission PATH]
 
 - first sight: a signature never seen (fresh buffers): validation, plan, plain launches;
 - second sight: the same signature again: the CUDA graph is built, then launched;
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
+from harness.runners import clone_data
+from harness.spec import read_cases
+from reference import generate_input
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from harness.runners import clone_data  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
-from reference import generate_input  # noqa: E402
 
 SETS = 20
 

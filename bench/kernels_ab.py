@@ -1,7 +1,7 @@
 """The kernels of several revisions of csrc/, timed in one process on the cases of `make regimes`
 (`make kernels-ab`, a CUDA GPU with nvcc).
 
-    python bench/kernels_ab.py main=HEAD~1 new=. [--regimes "few rows,benchmark"] [--rounds 2]
+    python3 -m bench.kernels_ab main=HEAD~1 new=. [--regimes "few rows,benchmark"] [--rounds 2]
 
 Each NAME=WHAT is a git revision whose csrc/ is built with nvcc (tools/nvcc_build.py; `.` is the
 working tree), or the path of a library built that way. Every library is bound through this
@@ -19,18 +19,18 @@ import ctypes
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tools")]
+import torch
 
-import torch  # noqa: E402
-from regimes import add_regimes_option, chosen_regimes, floor_us, regime_cases  # noqa: E402
+from bench.regimes import add_regimes_option, chosen_regimes, floor_us, regime_cases
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def library_of(what: str) -> Path:
     """The library for NAME=WHAT: WHAT itself if it is a file, else the build of revision WHAT's csrc/."""
     if Path(what).is_file():
         return Path(what)
-    from nvcc_build import build, revision_sources
+    from tools.nvcc_build import build, revision_sources
 
     return build(90, tree=revision_sources(what))[0]
 
@@ -64,9 +64,8 @@ def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         sys.exit("bench/kernels_ab.py builds and times the sm_90a kernels: it needs an sm_90 GPU")
 
-    from peers import STALL_NOTE, clone_data, contender_stats, mean_us, measure_ceilings, stalled
-
     import nvfp4
+    from bench.peers import STALL_NOTE, clone_data, contender_stats, mean_us, measure_ceilings, stalled
     from nvfp4 import dispatch
     from nvfp4.boundary import bind
     from nvfp4.kernel_path import KernelPath

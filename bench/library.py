@@ -1,7 +1,7 @@
 """The library's op against submission.py on the official benchmark cases, in one run, timed as the
 leaderboard times (its 64 GiB flush, then the 15 input sets back to back, CUDA events).
 
-    python bench/library.py            (make library-bench)
+    python3 -m bench.library            (make library-bench)
 
 Per case: submission.py's custom_kernel (its private CUDA graphs replayed through ctypes, on the
 default queue); nvfp4.grouped_gemm captured once per input set in a torch.cuda.graph and replayed
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import torch
 
+import nvfp4
+from harness.floors import geomean
+from harness.report import format_time, table
+from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, checked_input_sets, leaderboard_flush, time_calls
+from harness.spec import read_cases
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import nvfp4  # noqa: E402
-from harness.floors import geomean  # noqa: E402
-from harness.report import format_time, table  # noqa: E402
-from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, checked_input_sets, leaderboard_flush, time_calls  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
 
 REPEATS, MAX_NS = 100, 10e9
 

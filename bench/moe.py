@@ -8,19 +8,17 @@ call: the events time the GPU's work alone, as the leaderboard's flush does (the
 in these figures). The list form gets the same experts as groups (those with rows), replayed from
 its plan's CUDA graph.
 
-    python bench/moe.py
+    python3 -m bench.moe
 """
 
 import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import nvfp4  # noqa: E402
+import nvfp4
 
 BENCHMARK = {  # the leaderboard's four cases: M per group, N, K
     "case 0": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),

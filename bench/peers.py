@@ -1,6 +1,6 @@
 """Our submission against the usual ways to run this problem on the current GPU, timed like the harness.
 
-    python bench/peers.py [--out docs]
+    python3 -m bench.peers [--out docs]
 
 Per official benchmark case: (a) dequantize with torch + per-group torch.matmul, (b) dequantize
 with torch + torch._grouped_mm, (c) torch._grouped_mm on operands dequantized beforehand, with its
@@ -17,12 +17,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import submission  # noqa: E402
-from harness.floors import case_bytes, case_flop, geomean  # noqa: E402
-from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, leaderboard_flush, time_calls  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
-from reference import dequantize, generate_input  # noqa: E402
+import submission
+from harness.floors import case_bytes, case_flop, geomean
+from harness.runners import NUM_ITERATIONS_PER_BENCHMARK, Stats, clone_data, leaderboard_flush, time_calls
+from harness.spec import read_cases
+from reference import dequantize, generate_input
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,7 +166,7 @@ def main():
     fmt = lambda v: f"{v:.1f}" if isinstance(v, float) else v  # noqa: E731
     lines = [
         f"Device: {device}; measured ceilings: copy {bandwidth / 1e9:.0f} GB/s, bf16 matmul {flops / 1e12:.0f} TFLOP/s; "
-        f"{time.strftime('%Y-%m-%d')}; command: `python bench/peers.py`. Times in microseconds (mean per call, "
+        f"{time.strftime('%Y-%m-%d')}; command: `python3 -m bench.peers`. Times in microseconds (mean per call, "
         "15 input sets, timed as `eval.py benchmark` and the leaderboard time them: GPU time behind the leaderboard's flush).",
         "",
         "| case | " + " | ".join(columns) + " |",

@@ -1,6 +1,6 @@
 """The kernel in three regimes against its floors and cuBLAS (`make regimes`, a CUDA GPU).
 
-    python bench/regimes.py [--sets 15] [--seconds 4] [--regimes "many rows"]
+    python3 -m bench.regimes [--sets 15] [--seconds 4] [--regimes "many rows"]
 
 - Few rows per expert (8 to 64 experts of 0 to 32 rows, N and K from 2048 to 7168: the decode steps
   of a served MoE layer). Each shape's floor is DRAM's: every active expert's B and scales, plus A
@@ -20,15 +20,12 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import STALL_NOTE, contender_stats, cublas_only, mean_us, measure_ceilings, on_gpu_scales, predequantized, stalled  # noqa: E402
-
-import submission  # noqa: E402
-from harness import floors  # noqa: E402
-from harness.floors import Ceilings, case_flop, geomean  # noqa: E402
-from harness.runners import Stats  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
+import submission
+from bench.peers import STALL_NOTE, contender_stats, cublas_only, mean_us, measure_ceilings, on_gpu_scales, predequantized, stalled
+from harness import floors
+from harness.floors import Ceilings, case_flop, geomean
+from harness.runners import Stats
+from harness.spec import read_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 

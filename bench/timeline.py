@@ -1,7 +1,7 @@
 """Per-CTA timeline of the sm_90a GEMM (`make timeline`, an sm_90 GPU with nvcc): when each CTA
 starts, when its first stage lands, when its K loops and its stores end.
 
-    python bench/timeline.py [--revision .] [--cases "E=8, 1-8;case 0"] [--repeats 5]
+    python3 -m bench.timeline [--revision .] [--cases "E=8, 1-8;case 0"] [--repeats 5]
 
 The library is csrc/ of the working tree (or of a git revision) built with
 NVFP4_TIMELINE=1 (csrc/timeline.cuh): each CTA writes the GPU's globaltimer at those four points.
@@ -19,12 +19,12 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tools")]
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from regimes import regime_cases  # noqa: E402
+from bench.regimes import regime_cases
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MARKS = ("entry", "first stage full", "K loops end", "stores end")  # csrc/timeline.cuh's TimelineMark
 TIMELINE_CTAS = 1024  # its kTimelineCtas
@@ -63,15 +63,14 @@ def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         sys.exit("bench/timeline.py builds and runs the sm_90a kernels: it needs an sm_90 GPU")
 
-    from check_cuda import ptxas_problems
-    from nvcc_build import build, revision_sources
-
     import nvfp4
     from harness.runners import leaderboard_flush
     from nvfp4 import dispatch
     from nvfp4.boundary import bind
     from nvfp4.kernel_path import KernelPath
     from reference import generate_input
+    from tools.check_cuda import ptxas_problems
+    from tools.nvcc_build import build, revision_sources
 
     library, ptxas = build(90, tree=revision_sources(args.revision), defines=("NVFP4_TIMELINE=1",))
     for note in ptxas_problems(ptxas):  # none in the production build (make check-cuda)

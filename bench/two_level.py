@@ -12,22 +12,18 @@ Every figure is the median of CUDA-event timings of single calls (or graph repla
 L2 cache is flushed and the GPU is held busy while the host issues the call (bench/moe.py's
 gpu_time_us): GPU time, as the leaderboard counts it.
 
-    python bench/two_level.py [--repeats 30] [--part cost|layer]
+    python3 -m bench.two_level [--repeats 30] [--part cost|layer]
 """
 
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from moe import BENCHMARK, device_operands, list_call  # noqa: E402
-
-import nvfp4  # noqa: E402
-from nvfp4.fused_moe import Routing, activate, quantize_routed  # noqa: E402
+import nvfp4
+from bench.moe import BENCHMARK, device_operands, list_call
+from nvfp4.fused_moe import Routing, activate, quantize_routed
 
 VARIANTS = ("fp16", "fp16 + alpha", "bf16 + alpha")
 

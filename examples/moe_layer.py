@@ -1,6 +1,6 @@
 """A Mixture-of-Experts layer on NVFP4 experts, from a checkpoint on disk to CUDA graph replays.
 
-    python examples/moe_layer.py [--format modelopt|compressed-tensors] [--tokens 64] [--save model.safetensors]
+    python3 -m examples.moe_layer [--format modelopt|compressed-tensors] [--tokens 64] [--save model.safetensors]
 
 1. A small MoE layer in bf16 (a router, E experts of gate, up and down projections) is quantized the
    two-level way, as ModelOpt exports it (per projection weight_scale_2 = amax / 2688, block scales
@@ -21,9 +21,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import nvfp4  # noqa: E402
-from nvfp4.experts import quantize_weight  # noqa: E402
+import nvfp4
+from nvfp4.experts import quantize_weight
 
 
 def write_checkpoint(path: Path, prefix: str, w13: torch.Tensor, w2: torch.Tensor, in13: float, in2: float, fmt: str) -> None:

@@ -9,9 +9,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child_env(*folders: str) -> dict:
-    """The environment for a test's child Python process: the repository and these folders under it
-    (besides what pyproject.toml gives pytest: the tests' helpers, tools/, bench/) importable."""
-    paths = [ROOT, ROOT / "tests", ROOT / "tools", ROOT / "bench", *(ROOT / f for f in folders)]
+    """The environment for a test's child Python process: what pyproject.toml gives pytest (the
+    repository's packages, the tests' helpers) and these folders under it importable."""
+    paths = [ROOT, ROOT / "tests", *(ROOT / f for f in folders)]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
 
 

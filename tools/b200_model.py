@@ -1,7 +1,7 @@
 """A calibrated estimate of sm_100a kernel designs on a B200: a model, never a measurement.
 
-    python tools/b200_model.py                      # the fit, its error per calibration point, the estimates
-    python tools/b200_model.py --config ours v6b    # per-case tables of the named configurations
+    python3 -m tools.b200_model                      # the fit, its error per calibration point, the estimates
+    python3 -m tools.b200_model --config ours v6b    # per-case tables of the named configurations
 
 Nothing here runs on a B200 (none is available). The model takes a kernel configuration and a
 tile schedule (for our kernel the plan's real one, from the sm_100a library's nvfp4_schedule) and
@@ -25,15 +25,14 @@ import argparse
 import heapq
 import itertools
 import math
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from harness.floors import KNOWN_GPUS, floor_us, geomean
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from harness.floors import KNOWN_GPUS, floor_us, geomean  # noqa: E402
 
 SMS = 148
 B200 = KNOWN_GPUS["B200"]
@@ -146,8 +145,7 @@ def our_schedule(m: tuple, n: int, k: int, tiles: int = -1) -> tuple[list[list[t
     their shape (0 unswapped, 1 swapped, 2 pair)."""
     import ctypes
 
-    sys.path.insert(0, str(ROOT / "tools"))
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib = load(100)
     mnk = (ctypes.c_int * (3 * len(m)))(*[v for g in range(len(m)) for v in (m[g], n, k)])

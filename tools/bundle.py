@@ -1,6 +1,6 @@
 """Generate submission.py, the one file the leaderboard takes, from the nvfp4 package and csrc/.
 
-    python tools/bundle.py [--check]          (make bundle)
+    python3 -m tools.bundle [--check]          (make bundle)
 
 submission.py is the package's modules that the leaderboard needs (MODULES, in dependency order)
 written one after another into one namespace, their imports gathered at the top and their imports
@@ -21,12 +21,11 @@ import ast
 import sys
 from pathlib import Path
 
+from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nvfp4"
 SUBMISSION = ROOT / "submission.py"
-sys.path.insert(0, str(ROOT))
-
-from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit  # noqa: E402
 
 MODULES = (
     "layout",
@@ -203,9 +202,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="fail if submission.py is not what the sources produce")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "tools"))
-    import gen_boundary
-    import gen_wgmma
+    from tools import gen_boundary, gen_wgmma
 
     try:
         for generator in (gen_wgmma, gen_boundary):

@@ -1,6 +1,6 @@
 """The checks a change needs, from the files it touches (make check-changed; docs/CHANGING.md).
 
-    python3 tools/check_changed.py [--base main] [--dry-run]
+    python3 -m tools.check_changed [--base main] [--dry-run]
 
 The files that differ from BASE (committed since the branch left it, staged, unstaged or untracked)
 are mapped by ROUTES, the table docs/CHANGING.md shows, to make targets and test files; each is run

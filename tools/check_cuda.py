@@ -1,6 +1,6 @@
 """Compile the CUDA source for every target architecture and check ptxas' report.
 
-    python tools/check_cuda.py [--arch 90 100] [--no-other-toolkits]
+    python3 -m tools.check_cuda [--arch 90 100] [--no-other-toolkits]
 
 Fails on a compile error, a register spill or a stack frame in any kernel, or when ptxas reports
 that it serialized the wgmma pipeline (its "Potential Performance Loss" notes C7510-C7520: the
@@ -19,10 +19,9 @@ import re
 import shutil
 import sys
 
-from cuda_toolkits import Toolkit, fetch
-from nvcc_build import LEADERBOARD_OVERRIDES, MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library
-
 from nvfp4.build import BUILD_TARGETS
+from tools.cuda_toolkits import Toolkit, fetch
+from tools.nvcc_build import LEADERBOARD_OVERRIDES, MACHINE_TOOLKIT, ROOT, build, included_headers, probe_library
 
 PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 WGMMA_SERIALIZED = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized[^\n]*")

@@ -1,6 +1,6 @@
 """Apply the leaderboard server's gate to a submission file before it is sent.
 
-    python tools/check_submission.py [PATH]        (default: submission.py)
+    python3 -m tools.check_submission [PATH]        (default: submission.py)
 
 The server (gpu-mode/kernelbot) refuses a file that is empty, over 1,000,000 bytes, not UTF-8,
 or that contains the word "stream" in any case anywhere (code, comments, strings). Beside the

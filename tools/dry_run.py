@@ -1,6 +1,6 @@
 """Dry run of a CUDA path's launch arguments on any CUDA GPU: build them, launch nothing, check them.
 
-    python tools/dry_run.py [--arch 100]
+    python3 -m tools.dry_run [--arch 100]
 
 For every official test and benchmark case and a 64-group case: inputs on the GPU, a plan made
 with real cuTensorMapEncodeTiled tensor maps over the real buffers, then checks that every tile
@@ -14,15 +14,14 @@ import shutil
 import sys
 
 import torch
-from gen_wgmma import FIXED_WGMMA_N8
-from nvcc_build import ROOT, load
 
-sys.path.insert(0, str(ROOT))
-from harness.spec import read_cases  # noqa: E402
-from nvfp4.build import BUILD_TARGETS  # noqa: E402
-from nvfp4.kernel_path import TILE_SHAPE_NAMES, TILES_CHOSEN, create_plan  # noqa: E402
-from nvfp4.layout import from_leaderboard  # noqa: E402
-from reference import generate_input  # noqa: E402
+from harness.spec import read_cases
+from nvfp4.build import BUILD_TARGETS
+from nvfp4.kernel_path import TILE_SHAPE_NAMES, TILES_CHOSEN, create_plan
+from nvfp4.layout import from_leaderboard
+from reference import generate_input
+from tools.gen_wgmma import FIXED_WGMMA_N8
+from tools.nvcc_build import ROOT, load
 
 
 def cases() -> list[tuple[str, dict]]:

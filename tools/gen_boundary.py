@@ -2,10 +2,9 @@
 structs, the C API's prototypes (csrc/nvfp4.cu's definitions must match them) and the layout report
 that nvfp4.boundary.bind() compares with the table when it loads a library.
 
-    python tools/gen_boundary.py          (make bundle runs it; tools/bundle.py --check checks it)
+    python3 -m tools.gen_boundary          (make bundle runs it; tools/bundle.py --check checks it)
 """
 
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,7 +13,6 @@ OUT = ROOT / "csrc" / "boundary_generated.cuh"
 
 def generated(descriptors: dict | None = None) -> str:
     """The header for the table's descriptors (or others given: a test builds a mismatched library)."""
-    sys.path.insert(0, str(ROOT))
     from nvfp4.boundary import DESCRIPTORS, ENTRY_POINTS
 
     descriptors = DESCRIPTORS if descriptors is None else descriptors

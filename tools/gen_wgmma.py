@@ -1,6 +1,6 @@
 """Write csrc/sm90/wgmma_generated.cuh: the wgmma instructions of every wgmma N a tile can need.
 
-    python tools/gen_wgmma.py          (make bundle runs it; tools/bundle.py --check checks it)
+    python3 -m tools.gen_wgmma          (make bundle runs it; tools/bundle.py --check checks it)
 
 Inline PTX needs literal operand lists, so each N gets its own specialization of wgmma_rs; the
 K-block issue for an N chosen at run time is a binary tree of comparisons over them. Also the

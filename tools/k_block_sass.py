@@ -1,6 +1,6 @@
 """Instructions per K block of the sm_90a GEMM kernels built for one wgmma N, read from their SASS.
 
-    python tools/k_block_sass.py        (make k-block)
+    python3 -m tools.k_block_sass        (make k-block)
 
 A consumer warp's K block (wait for the stage, load and decode B's fragments, issue the wgmma,
 wait for the previous K block's) is the kernel's inner loop. When A has few rows its instruction
@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cuda_toolkits import unpacked
-from nvcc_build import build
+from tools.cuda_toolkits import unpacked
+from tools.nvcc_build import build
 
 # grouped_gemm<kFixedN8, kShape, LaunchArgs>: the list form's kernels.
 LIST_KERNEL = re.compile(r"_ZN5nvfp44sm9012grouped_gemmILi(\d+)ELi(\d+)ENS_10LaunchArgsEEEvT1_")

@@ -12,19 +12,16 @@ import ctypes
 import hashlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from nvfp4.boundary import bind
+from nvfp4.build import BUILD_TARGETS, nvcc_flags
+from nvfp4.cuda_source import LEADERBOARD_SWAPS
+from tools.cuda_toolkits import Toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 CSRC = ROOT / "csrc"
-sys.path.insert(0, str(ROOT))
-
-from cuda_toolkits import Toolkit  # noqa: E402
-
-from nvfp4.boundary import bind  # noqa: E402
-from nvfp4.build import BUILD_TARGETS, nvcc_flags  # noqa: E402
-from nvfp4.cuda_source import LEADERBOARD_SWAPS  # noqa: E402
 
 MACHINE_TOOLKIT = Toolkit("", "nvcc", None)  # the nvcc on PATH, with its own headers
 

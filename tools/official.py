@@ -1,6 +1,6 @@
 """The leaderboard's own eval, run on a submission exactly as its server lays the files out.
 
-    python tools/official.py --ref PATH [--mode test|benchmark|leaderboard] [--submission submission.py]
+    python3 -m tools.official --ref PATH [--mode test|benchmark|leaderboard] [--submission submission.py]
     (make official REF=PATH MODE=...)
 
 PATH is a checkout of gpu-mode/reference-kernels (`git clone https://github.com/gpu-mode/reference-kernels`);
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.floors import geomean
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from harness.floors import geomean  # noqa: E402
 
 PROBLEM = Path("problems/nvidia/nvfp4_group_gemm")
 SCRATCH = ROOT / "build" / "official"

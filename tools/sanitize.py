@@ -1,7 +1,7 @@
 """Call a submission's custom_kernel on varied inputs and check every output against the reference:
 the workload that `make sanitize` runs under NVIDIA compute-sanitizer.
 
-    python tools/sanitize.py [--submission PATH] [--limit N]
+    python3 -m tools.sanitize [--submission PATH] [--limit N]
     make sanitize [SUBMISSION=PATH] [SANITIZE_ARGS="--limit N"]   # memcheck, synccheck, initcheck
 
 Inputs: the official tests; full-range FP4 codes and E4M3 scales with M = 0, 1, 5, 17 and 129, and N
@@ -19,12 +19,11 @@ import sys
 from itertools import islice
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from harness.runners import clone_data, device_name, load_kernel, synchronize
+from harness.spec import read_cases
+from reference import check_implementation, generate_full_range_input, generate_input
 
-from harness.runners import clone_data, device_name, load_kernel, synchronize  # noqa: E402
-from harness.spec import read_cases  # noqa: E402
-from reference import check_implementation, generate_full_range_input, generate_input  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CALLS_PER_INPUT = 3
 

@@ -1,6 +1,6 @@
 """Send a submission to a GPU MODE leaderboard with the leaderboard's CLI.
 
-    python tools/submit.py [--mode test|benchmark|leaderboard] [--leaderboard NAME] [--gpu GPU] [PATH]
+    python3 -m tools.submit [--mode test|benchmark|leaderboard] [--leaderboard NAME] [--gpu GPU] [PATH]
     (make submit MODE=... LEADERBOARD=... GPU=...)
 
 The leaderboard this project was made for, nvfp4_group_gemm (B200), closed on 2026-02-21 07:30 (its
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from check_submission import check
+from tools.check_submission import check
 
 LEADERBOARD, GPU = "nvfp4_group_gemm", "B200"
 CLOSED = {"nvfp4_group_gemm": "2026-02-21 07:30"}  # leaderboards past their deadline, from reference-kernels' problems/*.yaml

@@ -9,12 +9,12 @@ import torch
 
 from conftest import ROOT
 
-SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+SCRIPTS = sorted(p for p in (ROOT / "bench").glob("*.py") if p.name != "__init__.py")
 NEEDS_ARGUMENTS = {"kernels_ab.py"}  # refuses to run without its NAME=WHAT arguments (tests/bench/test_kernels_ab.py)
 
 
 def run(script, *args):
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", f"bench.{script.stem}", *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -37,7 +37,8 @@ def test_the_timeline_refuses_cases_that_match_no_case_before_building():
 
 def test_the_timeline_reads_one_calls_ctas_from_the_first_entry():
     import numpy as np
-    from timeline import call_marks
+
+    from bench.timeline import call_marks
 
     marks = np.zeros((1024, 4), dtype=np.uint64)
     marks[:2] = [[1000, 4000, 9000, 9500], [1500, 4200, 8000, 8200]]  # an earlier call's CTAs

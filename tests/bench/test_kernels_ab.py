@@ -3,13 +3,12 @@
 import subprocess
 import sys
 
-from nvcc_build import revision_sources, source_tree, sources
-
 from conftest import ROOT
+from tools.nvcc_build import revision_sources, source_tree, sources
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(ROOT / "bench" / "kernels_ab.py"), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "bench.kernels_ab", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_a_kernel_without_a_name_or_a_name_twice_is_refused():
@@ -51,7 +50,7 @@ def test_a_name_that_is_no_revision_is_refused_with_a_message():
 
 
 def test_a_regimes_summary_gives_the_geomean_and_over_the_floors_when_measured():
-    from kernels_ab import regime_summary
+    from bench.kernels_ab import regime_summary
 
     assert regime_summary([40.0, 90.0], None) == "60.00"
     assert regime_summary([40.0, 90.0], [20.0, 60.0]) == "60.00 (1.732x the floor)"

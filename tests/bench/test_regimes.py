@@ -2,9 +2,7 @@
 
 import sys
 
-from regimes import floor_us, regime_cases
-
-from conftest import ROOT
+from bench.regimes import floor_us, regime_cases
 from harness.floors import KNOWN_GPUS, case_flop
 
 BYTES_PER_S, FLOP_PER_S = KNOWN_GPUS["H200"].bytes_per_s, KNOWN_GPUS["H200"].flop_per_s
@@ -39,14 +37,13 @@ def test_an_unknown_regime_is_refused_before_anything_is_timed():
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "regimes.py"), "--regimes", "many rows,decode"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "bench.regimes", "--regimes", "many rows,decode"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
 
 
 def test_a_progress_line_shows_the_repeats_behind_a_mean():
-    from regimes import spread
-
+    from bench.regimes import spread
     from harness.runners import Stats
 
     assert spread(Stats(runs=7, mean=160e3, std=1e3, err=4e2, best=158.3e3, worst=191.1e3)) == " (7 repeats, 158.30-191.10)"
@@ -54,9 +51,8 @@ def test_a_progress_line_shows_the_repeats_behind_a_mean():
 
 
 def test_a_repeat_over_three_times_the_best_is_marked_as_a_stall():
-    from peers import stalled
-    from regimes import spread
-
+    from bench.peers import stalled
+    from bench.regimes import spread
     from harness.runners import Stats
 
     slow = Stats(runs=100, mean=234.25e3, std=5e5, err=5e4, best=180.25e3, worst=5428.19e3)  # perf-log/log.md section 30

@@ -5,10 +5,10 @@ import sys
 
 import torch
 import yaml
-from official import PROBLEM, prepare, spec_lines
 
 from conftest import ROOT
 from harness.spec import parse_line
+from tools.official import PROBLEM, prepare, spec_lines
 
 TASK = {
     "files": [
@@ -73,5 +73,5 @@ def test_make_official_says_what_it_needs():
     proc = subprocess.run(["make", "-s", "official"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0 and "make official REF=path/to/reference-kernels" in proc.stderr
     if not torch.cuda.is_available():
-        proc = subprocess.run([sys.executable, "tools/official.py", "--ref", str(ROOT)], cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-m", "tools.official", "--ref", str(ROOT)], cwd=ROOT, capture_output=True, text=True)
         assert proc.returncode == 2 and "the leaderboard's eval needs a CUDA GPU" in proc.stderr

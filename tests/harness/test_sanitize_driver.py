@@ -1,8 +1,7 @@
 """tools/sanitize.py, the workload of `make sanitize`, without the sanitizer (on the CPU in CI)."""
 
-import sanitize
-
 from conftest import ROOT
+from tools import sanitize
 
 
 def test_the_submission_passes_every_input_three_times(capsys):

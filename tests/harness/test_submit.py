@@ -31,7 +31,7 @@ SMALL = "template.py"  # where the file does not matter: KernelGuard reads it in
 
 def submit(env, *args):
     return subprocess.run(
-        [sys.executable, "tools/submit.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        [sys.executable, "-m", "tools.submit", *args], cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
 
 

@@ -3,9 +3,8 @@
 import re
 import subprocess
 
-from check_changed import EVERYTHING, ROUTES, checks_for
-
 from conftest import ROOT
+from tools.check_changed import EVERYTHING, ROUTES, checks_for
 
 GLOBAL = {".ci/run", ".clang-format", ".gitignore", "Makefile", "pyproject.toml", "requirements.txt"}  # the build's own: everything
 

@@ -57,11 +57,12 @@ def test_the_template_passes_the_harness(tmp_path):
 def test_the_readmes_library_example_runs_as_written(tmp_path):
     """The checkpoint the README says how to write, then its example, as written, beside it."""
     made = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "moe_layer.py"), "--tokens", "8", "--save", "model.safetensors"],
+        [sys.executable, "-m", "examples.moe_layer", "--tokens", "8", "--save", "model.safetensors"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # as from the repository's root, writing here
     )
     assert made.returncode == 0, made.stderr
     text = (ROOT / "README.md").read_text()

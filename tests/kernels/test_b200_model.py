@@ -3,10 +3,10 @@
 import shutil
 from collections import Counter
 
-import b200_model as model
 import pytest
 
 from harness.floors import floor_us
+from tools import b200_model as model
 
 PROBLEM_SOL_US = (18.833, 10.667, 2.406, 1.525)  # docs/PROBLEM.md, the B200 SOL column
 CONFIGS = {"ours-static": model.replace(model.OURS, shapes=model.every_case()), **{name: c for name, (c, _) in model.WORKLOG.items()}}

@@ -5,10 +5,10 @@ import ctypes
 import shutil
 import subprocess
 
-import gen_boundary
 import pytest
 
 from nvfp4 import boundary
+from tools import gen_boundary
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the C side of the boundary, host-only)")
 

@@ -1,6 +1,6 @@
 """What make check-cuda (and make timeline's note) read in a ptxas report, without nvcc."""
 
-from check_cuda import ptxas_problems
+from tools.check_cuda import ptxas_problems
 
 REPORT = """ptxas info    : Compiling entry function 'clean' for 'sm_90a'
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -24,7 +24,7 @@ ARCHS = [90, 100]
 
 @pytest.fixture(scope="module", params=ARCHS, ids=lambda a: f"sm{a}")
 def lib(request):
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     return load(request.param)
 
@@ -43,8 +43,8 @@ def test_the_built_library_has_every_entry_point_and_the_tables_descriptors(lib)
 def test_sm90_build_keeps_wgmma_pipelined():
     """ptxas serializes wgmma, silently apart from an info note, when it cannot prove the pipeline
     safe (a per-tile K loop for each wgmma N did that); the build must carry no such note."""
-    from check_cuda import WGMMA_SERIALIZED
-    from nvcc_build import build
+    from tools.check_cuda import WGMMA_SERIALIZED
+    from tools.nvcc_build import build
 
     note = (
         "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
@@ -66,7 +66,7 @@ def test_sm90_build_keeps_wgmma_pipelined():
 def test_an_arch_that_breaks_the_contract_fails_naming_the_member(arch, file, old, new, named):
     """csrc/arch.cuh states what the host side uses of each Arch: a member given another signature
     fails the build there, with the member's name (the host code compiles without device code)."""
-    from nvcc_build import build, sources
+    from tools.nvcc_build import build, sources
 
     text = sources()[file]
     assert old in text
@@ -76,8 +76,8 @@ def test_an_arch_that_breaks_the_contract_fails_naming_the_member(arch, file, ol
 
 def test_the_cuda_12_8_check_catches_a_call_that_only_cuda_13_has():
     """The 12.8 headers come first (not nvcc's own), so a CUDA-13-only signature fails to compile."""
-    from cuda_toolkits import fetch
-    from nvcc_build import build
+    from tools.cuda_toolkits import fetch
+    from tools.nvcc_build import build
 
     try:
         toolkit = fetch("12.8")
@@ -145,7 +145,7 @@ SHAPE_NAMES = {-1: "chosen", 0: "shape0", 1: "shape1", 2: "shape2"}
     "arch,choice", [(a, c) for a in ARCHS for c in SHAPE_CHOICES[a]], ids=lambda v: f"sm{v}" if v in ARCHS else SHAPE_NAMES[v]
 )
 def test_schedule_covers_every_tile_once_and_balances(arch, choice, case, num_sms):
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib = load(arch)
     _, _, k_mult, shapes = tile_rows(lib)
@@ -156,7 +156,7 @@ def test_schedule_covers_every_tile_once_and_balances(arch, choice, case, num_sm
     assert len(keys) == len(set(keys)), "a tile is scheduled twice"
     used = set(tiles[:, 7])
     assert len(used) == 1 and (choice < 0 or used == {choice})
-    from dry_run import tile_shape
+    from tools.dry_run import tile_shape
 
     a_rows, b_rows, ctas = tile_shape(lib, int(tiles[0, 7]))
     for g in range(len(m)):
@@ -184,7 +184,7 @@ def launch_kernels(lib, m, n, k, num_sms=132) -> list[int]:
 
 
 def test_one_wave_sm90_problems_run_a_kernel_built_for_their_widest_tile():
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib90, benchmarks = load(90), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
     case2, case3 = benchmarks[2], benchmarks[3]
@@ -195,7 +195,7 @@ def test_one_wave_sm90_problems_run_a_kernel_built_for_their_widest_tile():
 
 
 def test_sm90_tiles_of_mixed_widths_keep_the_kernel_choosing_each_n():
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib90, benchmarks = load(90), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
     for case in benchmarks[:2]:  # several waves of tiles of 40 to 248 rows
@@ -209,7 +209,7 @@ def test_sm90_tiles_of_mixed_widths_keep_the_kernel_choosing_each_n():
 def test_few_tiles_per_cta_are_rebalanced_after_lpt():
     """Case 1 (448 tiles of 8 sizes on 132 CTAs): LPT alone left the busiest CTA 13% above the
     average cost, the rebalanced schedule at most 6%."""
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     case = read_cases(str(ROOT / "task.yml"), "benchmarks", None)[1].args
     tiles = schedule(load(90), case["m"], case["n"], case["k"], 132)
@@ -233,8 +233,8 @@ def test_a_problem_seen_before_gets_the_schedule_it_got_first(lib):
 
 
 def test_tmem_plan_fits_its_allocation():
-    from dry_run import tmem_problems
-    from nvcc_build import load
+    from tools.dry_run import tmem_problems
+    from tools.nvcc_build import load
 
     lib100 = load(100)
     assert tmem_problems(lib100) == []
@@ -255,7 +255,7 @@ def test_sm100_tile_shape_follows_the_cost_of_the_busiest_cta():
     once for all of a group's rows in swapped tiles; cases 0, 2 and 3 take the pair's tiles, whose
     CTAs load 192 rows per K block for 128 x 128 outputs (case 0: 176 pair tiles on 74 pairs; 2 and
     3: fewer tiles than pairs). A forced shape is taken as asked; sm_90a has one shape."""
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib100, benchmarks = load(100), [c.args for c in read_cases(str(ROOT / "task.yml"), "benchmarks", None)]
     chosen = [set(schedule(lib100, c["m"], c["n"], c["k"], 148)[:, 7]) for c in benchmarks]
@@ -271,7 +271,7 @@ def test_sm90_problems_of_few_rows_take_the_wide_b_tiles_when_they_fill_the_sms(
     one of its tiles, and then, cheaper than two tiles of shape 0, chosen unless its tiles are too few
     for the SMs; a problem with a wider group keeps shape 0; a shape asked for whose chunks the tile
     cannot number gets no launches (and a plan, an error)."""
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib90 = load(90)
     tiles = schedule(lib90, (1, 8, 3, 0, 5, 2, 7, 4), (4096,) * 8, (7168,) * 8, 132)
@@ -290,7 +290,7 @@ def test_sm90_moe_gemm_takes_the_shape_and_wgmma_n_of_the_lower_modelled_cost():
     most CTAs); with N=2048 shape 1's 64 tiles would leave half the SMs idle, so shape 0; more rows than
     shape 1's tiles hold, shape 0. Built for one wgmma N when few rows bound it (16 rows: N 16); for
     64 rows each tile's own N models cheaper (an average expert of 32 rows); sm_100a has no such kernels."""
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     def choice(lib, most_rows, experts, n, k=7168, units=132):
         shape, n8 = ctypes.c_int(), ctypes.c_int()
@@ -309,7 +309,7 @@ def test_sm90_moe_gemm_takes_the_shape_and_wgmma_n_of_the_lower_modelled_cost():
 def test_pair_tiles_go_to_no_more_pairs_than_fit_on_the_gpu():
     """Case 0 in pair tiles: 74 pairs where every two of 148 SMs hold one, 70 where the GPU holds
     only 70 (a plan to launch asks the device, cudaOccupancyMaxActiveClusters); every tile still once."""
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     lib100, case = load(100), read_cases(str(ROOT / "task.yml"), "benchmarks", None)[0].args
     for max_pairs, units in ((74, 74), (70, 70), (200, 74)):
@@ -470,8 +470,8 @@ def test_sm90_k_block_stays_within_its_instruction_budget():
     SASS (tools/k_block_sass.py). With few A rows its instructions set the kernel's time, so a change
     that adds some fails here before any GPU time is spent (B's fragments addressed through pointers
     added six to shape 0's and cost 3% on benchmark case 1: docs/perf-log/log.md section 23)."""
-    from k_block_sass import cuobjdump, k_blocks
-    from nvcc_build import build
+    from tools.k_block_sass import cuobjdump, k_blocks
+    from tools.nvcc_build import build
 
     try:
         cuobjdump()
@@ -486,8 +486,8 @@ def test_sm90_k_block_stays_within_its_instruction_budget():
 def test_timeline_marks_are_compiled_into_the_timeline_build_only():
     """bench/timeline.py's marks (csrc/timeline.cuh) read the globaltimer in every sm_90a GEMM kernel of
     the NVFP4_TIMELINE=1 build, which alone has their reader; the production build has neither."""
-    from k_block_sass import cuobjdump, functions
-    from nvcc_build import build
+    from tools.k_block_sass import cuobjdump, functions
+    from tools.nvcc_build import build
 
     try:
         cuobjdump()
@@ -510,7 +510,7 @@ def test_sm90_gemm_kernels_start_with_the_registers_their_setmaxnreg_counts_assu
     threads), 96 for shape 1 (640). ptxas's report of every GEMM kernel says what it starts with."""
     import re
 
-    from nvcc_build import build
+    from tools.nvcc_build import build
 
     report = build(90)[1]
     used = dict(re.findall(r"Compiling entry function '(\S*grouped_gemm\S*)'.*?Used (\d+) registers", report, re.S))
@@ -548,10 +548,9 @@ def test_the_sm90_fp4_decode_gives_every_code_times_2_to_the_minus_14(lib):
 @requires_cuda
 @pytest.mark.parametrize("arch", ARCHS)
 def test_dry_run_of_every_official_case_and_64_groups(arch):
-    from dry_run import cases, check_case
-    from nvcc_build import load
-
     from reference import generate_input
+    from tools.dry_run import cases, check_case
+    from tools.nvcc_build import load
 
     lib = load(arch)
     num_sms = 148 if arch == 100 else torch.cuda.get_device_properties(0).multi_processor_count  # B200: 148 SMs

@@ -40,7 +40,7 @@ SEEDS = (2, 3, 8)  # lazy, eager, lazy with other delays
 
 @pytest.fixture(scope="module")
 def probes():
-    from nvcc_build import build_probes
+    from tools.nvcc_build import build_probes
 
     lib = build_probes(ROOT / "tests" / "cuda" / "tcgen05_probes.cu")
     lib.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]
@@ -250,7 +250,7 @@ def test_pair_mma_with_the_halves_swapped_fails_the_comparison(probes):
 
 # ----------------------------------------------------------------------------- the whole sm_100a kernel
 def emulated_path(num_sms: int, overrides: dict | None = None) -> KernelPath:
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     path = KernelPath(load(100, emulate_tcgen05=True, overrides=overrides), torch.device("cuda"))
     assert (path.arch, path.emulated) == (100, True)
@@ -344,7 +344,7 @@ BROKEN_SHAPE = {"swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
 @pytest.mark.parametrize("bug", list(BROKEN))
 def test_a_deliberately_broken_layout_fails(bug):
-    from nvcc_build import replacing
+    from tools.nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN[bug]))
     path.tiles = BROKEN_SHAPE.get(bug.split(":")[0], TILES_UNSWAPPED)
@@ -389,7 +389,7 @@ def test_a_planted_synchronization_bug_traps_with_the_detectors_message(bug):
         import torch
         from nvfp4.kernel_path import KernelPath
         from nvfp4.layout import from_leaderboard
-        from nvcc_build import load, replacing
+        from tools.nvcc_build import load, replacing
         from reference import generate_input
         path = KernelPath(load(100, emulate_tcgen05=True, overrides=replacing(*{edits!r})), torch.device("cuda"))
         path.num_sms = {ctas}
@@ -410,7 +410,7 @@ def test_the_self_check_passes_the_emulated_kernel_silently(capfd):
 
 
 def test_the_self_check_runs_each_tile_shape_and_names_the_one_that_fails():
-    from nvcc_build import replacing
+    from tools.nvcc_build import replacing
 
     path = emulated_path(8, replacing(BROKEN["swapped: the staging written untransposed"]))
     failure = self_check_failure(path, torch.device("cuda"))

@@ -167,7 +167,7 @@ def kernel(request):
     if shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs nvcc and an sm_90 GPU")
 
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     with dispatch.use_path(device, KernelPath(load(100, emulate_tcgen05=True), device)):
         yield (40, 0, 130), (256, 128, 128), (256, 256, 512), 0  # no threads: the emulation models one kernel at a time

@@ -332,7 +332,7 @@ def use_emulated_sm100():
 
     if not torch.cuda.is_available() or shutil.which("nvcc") is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs nvcc and an sm_90 GPU")
-    from nvcc_build import load
+    from tools.nvcc_build import load
 
     device = torch.device("cuda", torch.cuda.current_device())
     return dispatch.use_path(device, KernelPath(load(100, emulate_tcgen05=True), device))

@@ -1,21 +1,22 @@
 """tools/bundle.py: submission.py is the nvfp4 package's leaderboard modules and csrc/, generated."""
 
+import importlib
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import bundle
 import pytest
 
 from conftest import ROOT
 from nvfp4.cuda_source import LEADERBOARD_SWAPS, SourceError, translation_unit
+from tools import bundle
 
 CURRENT = (ROOT / "submission.py").read_text()
 
 
 def test_submission_is_what_the_sources_produce():
-    proc = subprocess.run([sys.executable, "tools/bundle.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "tools.bundle", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -23,7 +24,7 @@ def test_submission_is_what_the_sources_produce():
 def test_each_generated_header_is_what_its_generator_writes(generator):
     """csrc/sm90/wgmma_generated.cuh and csrc/boundary_generated.cuh come from tools/gen_wgmma.py and
     tools/gen_boundary.py (nvfp4/boundary.py's table): an edit to either side alone fails here."""
-    module = __import__(generator)
+    module = importlib.import_module(f"tools.{generator}")
     assert module.OUT.read_text() == module.generated(), "run make bundle"
 
 

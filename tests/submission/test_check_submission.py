@@ -4,9 +4,9 @@ import importlib.util
 import subprocess
 
 import pytest
-from check_submission import MAX_BYTES, problems
 
 from conftest import ROOT
+from tools.check_submission import MAX_BYTES, problems
 
 SUBMISSION = ROOT / "submission.py"
 
