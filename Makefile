@@ -34,9 +34,9 @@ test-gpu-quick: deps  ## the GPU smoke set (tests/conftest.py's QUICK): the kern
 	@$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make $@ needs a CUDA GPU (make test runs the suite on any machine)')"
 	$(PYTHON) -m pytest -q -m quick --durations=5 tests
 
-test-gpu: deps  ## on a GPU, every test test-gpu-quick leaves out (the two together: the whole suite)
+test-gpu: deps  ## on a GPU, every test test-gpu-quick leaves out (the two together: the whole suite); TESTS=tests/kernels: one room
 	@$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make $@ needs a CUDA GPU (make test runs the suite on any machine)')"
-	$(PYTHON) -m pytest -q -m "not quick" --durations=10 tests
+	$(PYTHON) -m pytest -q -m "not quick" --durations=10 $(or $(TESTS),tests)
 
 benchmark: deps  ## time the submission on the official benchmarks, as the leaderboard times it
 	$(EVAL) benchmark $(SPEC) --submission $(SUBMISSION) $(EVAL_ARGS)

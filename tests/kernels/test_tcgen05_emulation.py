@@ -69,7 +69,7 @@ def probe_in_fresh_process(call: str, **tensors: str) -> tuple[int, str]:
     lines = [
         "import ctypes, torch",
         "from pathlib import Path",
-        "from nvcc_build import build_probes",
+        "from tools.nvcc_build import build_probes",
         'probes = build_probes(Path("tests/cuda/tcgen05_probes.cu"))',
         "probes.probe_configure.argtypes = [ctypes.c_uint64, ctypes.c_uint32]",
         f"assert probes.probe_configure({LAZY_SEED}, 20000) == 0",
