@@ -5103,15 +5103,6 @@ class KernelPath:
 
         return workspace
 
-    def queue_workspace(self, queue: int, nbytes: int, device: torch.device) -> torch.Tensor:
-        """Device memory of at least nbytes for a launch on `queue` that uses it only while it runs:
-        inside a graph capture, new memory from the capture's pool (the graph keeps it); else the
-        workspace the queue's plans share, which the queue's launches use one after another."""
-        if capturing():
-            return new_workspace(nbytes, device)
-        with self._lock:
-            return self._shared_workspace(queue)(nbytes, device)
-
     def _uncached_call(self, key, plan, tensors, operand_rank: int, queue: int, alpha) -> None:
         capture = capturing()
         if not capture:  # nothing is destroyed during a capture

@@ -13,9 +13,6 @@ masked form, rows at or past masked_m[e]) are not written. Scales are in the blo
 
 import ctypes
 import warnings
-from functools import lru_cache, reduce
-from itertools import product
-from operator import attrgetter, or_
 
 import torch
 
@@ -30,7 +27,6 @@ from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocke
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
 _data_ptr = torch.Tensor.data_ptr
-_shape_of, _dtype_of = attrgetter("shape"), attrgetter("dtype")
 
 
 def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
@@ -230,88 +226,9 @@ def _launch(kernel: KernelPath, desc: ExpertDesc, out: torch.Tensor, alpha: torc
     nbytes = kernel.lib.nvfp4_experts_workspace_bytes(desc)
     queue = current_queue(device.index)
     err = ctypes.create_string_buffer(512)
-    workspace = kernel.queue_workspace(queue, max(nbytes, 1), device)
+    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)  # the caller's queue's memory (a capture's: its pool)
     if kernel.lib.nvfp4_experts_launch(desc, kernel.num_sms, workspace.data_ptr(), queue, err, len(err)):
         raise RuntimeError(f"nvfp4 MoE grouped gemm: {err.value.decode()}")
-
-
-# The hot path's checks: for the shapes of a and b (and, in the offset form, sfa) whose problem the
-# kernels take, the shapes every other tensor must have; the tensors' dtypes, device, contiguity
-# and alignment are then compared in one pass. A call that fails them takes the full checks, which
-# say what is wrong (or warn and take the portable path): the same answer, found slower.
-_MASKED_DTYPES = frozenset(product(FP4, SCALE, FP4, SCALE, (torch.int32,), OUT_DTYPES))  # a, sfa, b, sfb, masked_m, out
-_OFFSETS_DTYPES = frozenset(product(FP4, SCALE, FP4, SCALE, (torch.int32,), (torch.int32,), OUT_DTYPES))  # + sf_offsets
-
-
-def _expert_dims(a_shape, b_shape, k_multiple: int):
-    """(E, N, K) when b is [E, N, K/2] with A's K and the kernels take N and K, else None."""
-    if len(b_shape) != 3:
-        return None
-    experts, n, half_k = b_shape
-    k = 2 * half_k
-    if not experts or not n or not half_k or n % 8 or k % 64 or k % k_multiple or a_shape[-1] != half_k:
-        return None
-    return experts, n, k
-
-
-@lru_cache(maxsize=256)
-def _masked_shapes(a_shape, b_shape, k_multiple: int):
-    """((shapes of sfa, b, sfb, masked_m, out), (E, max_m, N, K)) of a masked call the kernels take, or None."""
-    dims = len(a_shape) == 3 and _expert_dims(a_shape, b_shape, k_multiple)
-    if not dims or a_shape[0] != dims[0]:
-        return None
-    (experts, n, k), max_m = dims, a_shape[1]
-    shapes = (
-        (experts, *blocked_scale_shape(max_m, k)),
-        tuple(b_shape),
-        (experts, *blocked_scale_shape(n, k)),
-        (experts,),
-        (experts, max_m, n),
-    )
-    return shapes, (experts, max_m, n, k)
-
-
-@lru_cache(maxsize=256)
-def _offsets_shapes(a_shape, b_shape, sfa_shape, k_multiple: int):
-    """((shapes of sfa, b, sfb, expert_offsets, sf_offsets, out), (E, total_m, sf_rows, N, K)) of an offset call
-    the kernels take, or None."""
-    dims = len(a_shape) == 2 and len(sfa_shape) == 5 and _expert_dims(a_shape, b_shape, k_multiple)
-    if not dims:
-        return None
-    (experts, n, k), total = dims, a_shape[0]
-    shapes = (
-        (sfa_shape[0], k // 64, 32, 4, 4),
-        tuple(b_shape),
-        (experts, *blocked_scale_shape(n, k)),
-        (experts + 1,),
-        (experts,),
-        (total, n),
-    )
-    return shapes, (experts, total, sfa_shape[0] * 128, n, k)
-
-
-def _fast_takes(kernel, tensors, shapes, dtypes, alpha, experts: int, n: int) -> list | None:
-    """The tensors' data pointers when the hot path's checks pass (tensors[1:] of `shapes`, the
-    dtypes one of `dtypes`, all on the kernel's device, contiguous, 16-byte aligned; alpha absent or
-    a float32 [E] or [E, N] there), else None."""
-    if not (
-        all(type(t) is torch.Tensor for t in tensors)
-        and tuple(map(_shape_of, tensors[1:])) == shapes
-        and tuple(map(_dtype_of, tensors)) in dtypes
-        and set(map(torch.Tensor.get_device, tensors)) == {kernel.device_index}
-        and all(map(torch.Tensor.is_contiguous, tensors))
-    ):
-        return None
-    if alpha is not None and not (
-        type(alpha) is torch.Tensor
-        and alpha.dtype == torch.float32
-        and alpha.shape in ((experts,), (experts, n))
-        and alpha.get_device() == kernel.device_index
-        and alpha.is_contiguous()
-    ):
-        return None
-    pointers = list(map(_data_ptr, tensors))
-    return None if reduce(or_, pointers) & 15 else pointers
 
 
 def masked_into(
@@ -324,19 +241,12 @@ def masked_into(
     alpha: torch.Tensor | None = None,
 ) -> None:
     """The masked form into out: the kernel of the tensors' device, or the portable path."""
-    kernel = kernel_for(a) if type(a) is torch.Tensor else None
-    known = kernel and type(b) is torch.Tensor and _masked_shapes(a.shape, b.shape, kernel.k_multiple)
-    pointers = known and _fast_takes(kernel, (a, sfa, b, sfb, masked_m, out), known[0], _MASKED_DTYPES, alpha, known[1][0], known[1][2])
-    if pointers:
-        experts, max_m, n, k = known[1]
-    else:
-        experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
-        kernel = _kernel_takes(kernel_for(a), (a, sfa, b, sfb, masked_m, out), n, k)
-        if kernel is None:
-            masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
-            return
-        pointers = list(map(_data_ptr, (a, sfa, b, sfb, masked_m, out)))
-    a_ptr, sfa_ptr, b_ptr, sfb_ptr, masked_ptr, out_ptr = pointers
+    experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
+    kernel = _kernel_takes(kernel_for(a), (a, sfa, b, sfb, masked_m, out), n, k)
+    if kernel is None:
+        masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
+        return
+    a_ptr, sfa_ptr, b_ptr, sfb_ptr, masked_ptr, out_ptr = map(_data_ptr, (a, sfa, b, sfb, masked_m, out))
     desc = ExpertDesc(
         a=a_ptr,
         b=b_ptr,
@@ -366,21 +276,12 @@ def offsets_into(
 ) -> None:
     """The offset form into out: the kernel of the tensors' device, or the portable path."""
     tensors = (a, sfa, b, sfb, expert_offsets, sf_offsets, out)
-    kernel = kernel_for(a) if type(a) is torch.Tensor else None
-    known = (
-        kernel and type(b) is torch.Tensor and type(sfa) is torch.Tensor and _offsets_shapes(a.shape, b.shape, sfa.shape, kernel.k_multiple)
-    )
-    pointers = known and _fast_takes(kernel, tensors, known[0], _OFFSETS_DTYPES, alpha, known[1][0], known[1][3])
-    if pointers:
-        experts, total, sf_rows, n, k = known[1]
-    else:
-        experts, total, sf_rows, n, k = offsets_problem(*tensors, alpha)
-        kernel = _kernel_takes(kernel_for(a), tensors, n, k)
-        if kernel is None:
-            offsets_portable(*tensors, alpha)
-            return
-        pointers = list(map(_data_ptr, tensors))
-    a_ptr, sfa_ptr, b_ptr, sfb_ptr, offsets_ptr, sf_offsets_ptr, out_ptr = pointers
+    experts, total, sf_rows, n, k = offsets_problem(*tensors, alpha)
+    kernel = _kernel_takes(kernel_for(a), tensors, n, k)
+    if kernel is None:
+        offsets_portable(*tensors, alpha)
+        return
+    a_ptr, sfa_ptr, b_ptr, sfb_ptr, offsets_ptr, sf_offsets_ptr, out_ptr = map(_data_ptr, tensors)
     desc = ExpertDesc(
         a=a_ptr,
         b=b_ptr,

@@ -35,7 +35,6 @@ QUICK = (
     "library/test_moe.py::test_both_forms_are_exact_over_the_cases[native]",
     "library/test_moe.py::test_a_captured_graph_replays_with_new_counts_and_new_data[native]",
     "library/test_moe.py::test_the_moe_calls_run_on_the_callers_queue_behind_its_work[native]",
-    "library/test_moe.py::test_valid_calls_take_the_hot_path_without_the_full_checks",
     "library/test_fused_moe.py::test_fused_moe_graph_replays_with_new_tokens_and_routing_on_a_busy_side_queue",
     "library/test_two_level.py::test_alpha_is_read_on_the_callers_queue_and_at_each_graph_replay[native]",
     "library/test_self_check.py::test_a_correct_kernel_passes_silently_and_fast",
