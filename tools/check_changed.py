@@ -77,6 +77,7 @@ ROUTES = [
     ("submission.py", ("make:check-bundle", "make:check-submission", "tests/submission/test_submission.py")),
     ("bench/", ("make:format-check", "tests/bench/test_bench_scripts.py", "tests/bench/test_regimes.py", "tests/bench/test_kernels_ab.py")),
     ("examples/", ("make:format-check", "tests/library/test_fused_moe.py", "tests/house/test_front_door.py")),
+    ("tools/__init__.py", ("make:format-check", "tests/submission/test_bundle.py", "tests/house/test_check_changed.py")),
     ("tools/bundle.py", ("make:format-check", "make:check-bundle", "tests/submission/test_bundle.py")),
     ("tools/gen_wgmma.py", ("make:format-check", "make:check-bundle", "tests/submission/test_bundle.py")),
     (
