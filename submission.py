@@ -342,21 +342,6 @@ struct PrepassArgs {
 __host__ __device__ inline OutputArgs output_of_group(const OutputArgs& launch, int64_t first) {
   return OutputArgs{launch.alpha ? launch.alpha + first : nullptr, launch.alpha_stride, launch.bf16};
 }
-// The factor of C column `column` of a group (output_of_group), 1 without alpha: multiplying by 1 leaves
-// every sum as it was, so a call without alpha rounds exactly what it always has.
-__device__ __forceinline__ float alpha_at(const OutputArgs& out, int column) {
-  return out.alpha ? __ldg(out.alpha + int64_t(column) * out.alpha_stride) : 1.0f;
-}
-// Two fp32 values as the bits of two fp16 or two bf16 (the lower in the low half), rounded to nearest even.
-__device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
-  if (bf16) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 // cuTensorMapEncodeTiled, fetched from the driver at run time (no link-time dependency on libcuda).
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
                                    const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -568,6 +553,32 @@ constexpr float kUnscale = 16384.0f;  // 2^14: undoes the 2^-7 of both operands
 
 
 
+#line 1 "csrc/output.cuh"
+
+// ============================================================================ the epilogues' outputs
+// What both architectures' epilogues make of a tile's fp32 sums (OutputArgs, launch_params.cuh):
+// each times its column's alpha, then rounded to fp16 or bf16. Device code only: the host side's
+// headers leave it out.
+
+
+
+namespace nvfp4 {
+// The factor of C column `column` of a group (output_of_group), 1 without alpha: multiplying by 1 leaves
+// every sum as it was, so a call without alpha rounds exactly what it always has.
+__device__ __forceinline__ float alpha_at(const OutputArgs& out, int column) {
+  return out.alpha ? __ldg(out.alpha + int64_t(column) * out.alpha_stride) : 1.0f;
+}
+// Two fp32 values as the bits of two fp16 or two bf16 (the lower in the low half), rounded to nearest even.
+__device__ __forceinline__ uint32_t out2_bits(float lo, float hi, int bf16) {
+  if (bf16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+}  // namespace nvfp4
+#line 7 "csrc/arch.cuh"
 #line 1 "csrc/experts.cuh"
 
 
@@ -859,14 +870,19 @@ struct TilesOf<ExpertLaunchArgs> {
   using type = ExpertTiles;
 };
 }  // namespace nvfp4
-#line 7 "csrc/arch.cuh"
+#line 8 "csrc/arch.cuh"
+#line 1 "csrc/arch_tiles.cuh"
+
+// The target architecture's tiles as the host's schedule sees them (nvfp4::ArchTiles: shapes, rows,
+// costs). No kernel code: csrc/host/schedule.cuh compiles with a host compiler alone.
+
 #if NVFP4_ARCH == 90
-#line 1 "csrc/sm90/arch.cuh"
+#line 1 "csrc/sm90/tiles.cuh"
 
-// ============================================================================ sm_90a traits
-// nvfp4::Arch for sm_90a: what the host side knows of the kernels (csrc/arch.cuh).
-
-
+// ============================================================================ sm_90a tiles
+// nvfp4::ArchTiles for sm_90a: what the host's schedule knows of the tiles (their shapes, rows and
+// costs, the GEMMs built for one wgmma N), from the pipelines' figures alone; no kernel code, so
+// the schedule compiles with a host compiler (csrc/arch_tiles.cuh). Arch (arch.cuh) adds the kernels.
 
 #line 1 "csrc/sm90/config.cuh"
 
@@ -948,9 +964,238 @@ struct Pipeline {
                 "the consumers' registers come from the producers'");
 };
 constexpr int kPrepassThreads = 256;
+
+// The wgmma N (/ 8) of the GEMMs built for one N, besides the one choosing each tile's N: every
+// multiple of 16 rows (each adds about 0.8 s to a cold build; a tile shape builds those its tiles
+// can have, kMaxN8 at most).
+using FixedWgmmaN8 = std::integer_sequence<int, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32>;
+// The smallest N (/ 8) of a GEMM of the shape built for one N that is at least n8; 0 when there is none.
+template <int kShape, int... kN8>
+constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
+  int found = 0;
+  for (const int built : {kN8...})
+    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
+  return found;
+}
 }  // namespace sm90
 }  // namespace nvfp4
-#line 8 "csrc/sm90/arch.cuh"
+#line 8 "csrc/sm90/tiles.cuh"
+
+namespace nvfp4 {
+struct ArchTiles {
+  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN;
+  static constexpr int kKMultiple = sm90::kBlockK;
+  static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
+  // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
+  // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
+  static constexpr int kTileShapes = 2;
+  struct TileGeometry {
+    int a_rows, b_rows, ctas;
+  };
+  template <int kShape>
+  static TileGeometry geometry_of() {
+    return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1};
+  }
+  static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
+  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
+  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
+  static constexpr int kPrepassThreads = sm90::kPrepassThreads;
+  static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
+  // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
+  static int a_box_rows(int m, int chunk_rows, int /*shape*/) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
+  // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
+  // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
+  // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
+  // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
+  // A rows (docs/perf-log/log.md): 2 x rows + 440.
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int rows = (m_rows + 7) / 8 * 8;
+    return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
+  }
+  static int fixed_n8_at_least(int n8, int shape) {
+    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
+  }
+  // The MoE forms: the tile shape whose busiest CTA would cost least (tile_cost) if every expert had
+  // the most rows it can have (the counts are not known on the host); shape 1 only when those rows fit
+  // one of its tiles. (A rule on shape 1's tile count alone gave E=8, N=4096's 128 wide tiles, one
+  // for all but 4 of the H200's CTAs, to shape 0: two narrow tiles on most CTAs.)
+  static int expert_shape(int most_rows, int experts, int n, int k, int units) {
+    auto busiest = [&](int shape) {
+      const TileGeometry g = geometry(shape);
+      const int64_t tiles = int64_t(experts) * ((n + g.b_rows - 1) / g.b_rows) * ((std::max(most_rows, 1) + g.a_rows - 1) / g.a_rows);
+      return (tiles + units - 1) / units * tile_cost(std::min(most_rows, g.a_rows), k, shape);
+    };
+    return worth_trying(most_rows, 1) && busiest(1) <= busiest(0) ? 1 : 0;
+  }
+};
+}  // namespace nvfp4
+#line 7 "csrc/arch_tiles.cuh"
+#elif NVFP4_ARCH == 100
+#line 1 "csrc/sm100/tiles.cuh"
+
+// ============================================================================ sm_100a tiles
+// nvfp4::ArchTiles for sm_100a: what the host's schedule knows of the tiles (their shapes, rows and
+// costs), from the tile shapes' figures alone; no kernel code, so the schedule compiles with a host
+// compiler (csrc/arch_tiles.cuh). Arch (arch.cuh) adds the kernels.
+
+#line 1 "csrc/sm100/config.cuh"
+
+// ============================================================================ sm_100a kernel
+// The B200 design: a TMA ring of as many stages as fit, one TMA warp, one MMA warp issuing
+// tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block scales,
+// fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld and storing 16
+// bytes a thread. Three tile shapes (TileShape); where TMEM holds two accumulators, the persistent
+// variant double-buffers them so the epilogue of tile t overlaps the MMA of tile t + 1.
+// Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
+// from the public design it grew from where that one was wrong: TMEM allocated for every column
+// used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
+
+
+
+namespace nvfp4 {
+namespace sm100 {
+constexpr int kBlockK = 256;                // K per pipeline stage (one 128-byte swizzled row per operand row)
+constexpr int kMmaK = 64;                   // K per tcgen05.mma for FP4
+constexpr int kEpilogueWarps = 4;           // one per 32 TMEM lanes
+constexpr int kWarps = kEpilogueWarps + 2;  // warps 0-3 epilogue, 4 TMA, 5 MMA
+constexpr int kThreads = kWarps * 32;
+constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
+constexpr int kSfAtomBytes = 128 * kBlockK / 16;  // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
+constexpr int kSmemBudget = 232448;               // the most dynamic shared memory a B200 CTA may opt into (227 KB)
+constexpr int kSmemSlack = 1024;                  // to align the base to 1024 (128B swizzle)
+
+// The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
+// which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
+// kNPieces MMAs of at most 128 (each with one 128-row scale atom), which land in TMEM columns.
+// kUnswapped: 128 rows of A (C rows) by 128 of B (C columns). kSwapped, for problems of few A
+// rows: 128 rows of B by up to 256 of A, so each B tile is read once for up to 256 rows of C; the
+// epilogue transposes through shared memory. kPair: the swapped tile over a CTA pair
+// (cta_group::2, M = 256): 256 rows of B by 128 of A, each CTA loading its 128 B rows and half of
+// the A rows, so a CTA loads 192 rows per K block for 128 x 128 outputs instead of 256.
+enum TileShapeId { kUnswapped = 0, kSwapped = 1, kPair = 2 };
+template <int kShape>
+struct TileShape {
+  static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
+  static constexpr int kCtaGroup = kIsPair ? 2 : 1;
+  static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
+  static constexpr int kRowsB = 128;                             // C columns per CTA; per tile kCtaGroup x this
+  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;           // A rows one CTA loads
+  static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
+  static constexpr int kNPieces = kNRows / 128;
+  static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
+  static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
+  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;        // a multiple of 1024: stages stay aligned
+  static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
+  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;         // staging, barriers, TMEM slot, slack
+  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
+  static constexpr int kSmemStaging = kStages * kStageBytes;
+  static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
+  static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
+  static constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
+  static constexpr int kSmemBytes = kSmemTmemSlot + 16 + kSmemSlack;
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 2 && kNumBarriers <= 32 && kSmemBytes <= kSmemBudget, "shared memory plan");
+};
+
+// L2 cache-policy operands (the createpolicy encodings of evict-first and evict-last).
+constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
+constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
+
+// TMEM columns: accumulator buffers (kNRows fp32 columns each; two when a CTA runs several tiles
+// and they fit), then the scales of one K block, 4 columns per 64-K atom: the M side's 128 rows,
+// then each N piece's. The allocation covers every column used, rounded up to the power of two
+// tcgen05.alloc requires.
+template <int kShape, bool kPersistent>
+struct TmemPlan {
+  static constexpr int kNRows = TileShape<kShape>::kNRows, kNPieces = TileShape<kShape>::kNPieces;
+  static constexpr int kScaleColumns = 4 * (kBlockK / kMmaK);  // per 128 rows
+  static constexpr int kBuffers = kPersistent && 2 * kNRows + (1 + kNPieces) * kScaleColumns <= 512 ? 2 : 1;
+  static constexpr int kSfM = kBuffers * kNRows;
+  static constexpr int kSfN = kSfM + kScaleColumns;
+  static constexpr int kUsed = kSfN + kNPieces * kScaleColumns;
+  static constexpr int kAllocated = kUsed <= 32 ? 32 : kUsed <= 64 ? 64 : kUsed <= 128 ? 128 : kUsed <= 256 ? 256 : 512;
+  static_assert(kUsed <= kAllocated && kAllocated <= 512, "TMEM plan exceeds the 512 columns of an SM");
+};
+
+__device__ __forceinline__ constexpr uint64_t desc_encode(uint64_t x) { return (x & 0x3FFFFull) >> 4; }
+// K-major FP4 tile in 128B swizzle atoms (SBO 1024 = 8 rows x 128 bytes); bits 46-48 = 0b001.
+__device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
+  return desc_encode(addr) | desc_encode(8 * 128) << 32 | 1ull << 46 | 2ull << 61;
+}
+// A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
+__device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
+// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22, M >> 4
+// at bits 24-28 (M = 128, or 256 over a CTA pair).
+__host__ __device__ constexpr uint32_t instr_desc(int n, int m = 128) {
+  return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(m) >> 4 << 24);
+}
+
+__device__ __forceinline__ bool elect_one() {
+  uint32_t pred = 0;
+  asm volatile("{\n .reg .pred P;\n elect.sync _|P, %1;\n selp.b32 %0, 1, 0, P;\n}\n" : "=r"(pred) : "r"(0xFFFFFFFFu));
+  return pred != 0;
+}
+}  // namespace sm100
+}  // namespace nvfp4
+#line 8 "csrc/sm100/tiles.cuh"
+
+namespace nvfp4 {
+struct ArchTiles {
+  using Unswapped = sm100::TileShape<sm100::kUnswapped>;
+  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
+  static constexpr int kTileShapes = 3;  // sm100::TileShapeId
+  // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
+  struct TileGeometry {
+    int a_rows, b_rows, ctas;
+  };
+  template <int kShape>
+  static constexpr TileGeometry geometry_of() {
+    using S = sm100::TileShape<kShape>;
+    return {S::kRowsA, S::kRowsB * S::kCtaGroup, S::kCtaGroup};
+  }
+  static TileGeometry geometry(int shape) {
+    constexpr TileGeometry all[kTileShapes] = {geometry_of<0>(), geometry_of<1>(), geometry_of<2>()};
+    return all[shape];
+  }
+  static constexpr int kKMultiple = sm100::kBlockK;
+  static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
+  static constexpr int kPrepassThreads = 0;
+  static constexpr bool kNarrowTiles = false;  // every tile has its shape's rows
+  // A TMA load of A brings the rows one CTA holds, whose 128B-swizzled tile the MMA reads whole.
+  static int a_box_rows(int /*m*/, int chunk_rows, int shape) { return chunk_rows / geometry(shape).ctas; }
+  // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
+  // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
+  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B it loads; a
+  // tile adds a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a
+  // tile with one accumulator (the swapped shape), which keeps the next tile's MMAs waiting, its
+  // epilogue's stores (0.92 rows per row of A).
+  static int64_t tile_cost(int m_rows, int k, int shape) {
+    const int ctas = geometry(shape).ctas;
+    const int64_t loaded = kTileN + (m_rows + ctas - 1) / ctas;
+    return int64_t(k / sm100::kBlockK) * loaded + 644 + (shape == sm100::kSwapped ? m_rows * 92 / 100 : 0);
+  }
+  // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
+  // rows, else the unswapped one; the persistent kernel; no prepass.
+  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*k*/, int /*units*/) {
+    return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped;
+  }
+  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }        // no kernels built for one wgmma N
+  static bool worth_trying(int /*most_rows*/, int /*shape*/) { return true; }  // the schedule weighs every shape
+};
+}  // namespace nvfp4
+#line 9 "csrc/arch_tiles.cuh"
+#endif
+#line 9 "csrc/arch.cuh"
+#if NVFP4_ARCH == 90
+#line 1 "csrc/sm90/arch.cuh"
+
+// ============================================================================ sm_90a traits
+// nvfp4::Arch for sm_90a: the tiles' traits (tiles.cuh) and what the host side knows of the kernels
+// (csrc/arch.cuh).
+
+
+
+
+
 #line 1 "csrc/sm90/prepass.cuh"
 
 // ============================================================================ sm_90a prepass
@@ -1016,11 +1261,12 @@ __global__ void __launch_bounds__(kMaxExperts) dequantize_and_schedule_experts(c
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 9 "csrc/sm90/arch.cuh"
+#line 11 "csrc/sm90/arch.cuh"
 #line 1 "csrc/sm90/kernel.cuh"
 
 // ============================================================================ sm_90a GEMM
 // The GEMM over the prepass's fp16 rows of A (config.cuh: the design and the pipelines).
+
 
 
 
@@ -1064,8 +1310,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t (&a)[4]
 #line 1 "csrc/sm90/wgmma_generated.cuh"
 // Generated by tools/gen_wgmma.py: do not edit. Included by wgmma.cuh inside nvfp4::sm90.
 
-
-using FixedWgmmaN8 = std::integer_sequence<int, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32>;
 
 template <>
 __device__ __forceinline__ void wgmma_rs<8>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
@@ -1452,7 +1696,7 @@ __device__ __forceinline__ void wgmma_k_block(float (&acc)[128], const uint32_t 
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 12 "csrc/sm90/kernel.cuh"
+#line 13 "csrc/sm90/kernel.cuh"
 
 namespace nvfp4 {
 namespace sm90 {
@@ -1789,14 +2033,6 @@ const void* kernel_for_n8() {
   else
     return nullptr;
 }
-// The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
-template <int kShape, int... kN8>
-constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
-  int found = 0;
-  for (const int built : {kN8...})
-    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
-  return found;
-}
 // The kernel for a launch: built for its fixed wgmma N, or with the tree (0); null for an N the
 // shape has no kernel for (its A boxes would overrun the stage), which the launch then reports.
 template <int kShape, class Args, int... kN8>
@@ -1810,49 +2046,18 @@ const void* gemm_kernel(int fixed_n8, std::integer_sequence<int, kN8...>) {
 }
 }  // namespace sm90
 }  // namespace nvfp4
-#line 10 "csrc/sm90/arch.cuh"
+#line 12 "csrc/sm90/arch.cuh"
 
 namespace nvfp4 {
-struct Arch {
-  static constexpr int kTileM = sm90::kTileM, kTileN = sm90::kTileN;
+struct Arch : ArchTiles {
+  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
   static int threads(int shape) { return shape ? sm90::Pipeline<1>::kThreads : sm90::Pipeline<0>::kThreads; }
   static constexpr int kSmemBytes = std::max(sm90::Pipeline<0>::kSmemBytes, sm90::Pipeline<1>::kSmemBytes);  // the most of any shape
-  static constexpr int kKMultiple = sm90::kBlockK;
-  static constexpr bool kPrepass = true;  // A is dequantized into a workspace before the GEMM
-  // Two tile shapes (the wgmma's N side is already A's rows), on one CTA each: 0, kTileN rows of B by
-  // up to 256 rows of A; 1 (few rows), 2 x kTileN by up to 64, in a deeper pipeline (sm90::Pipeline).
-  static constexpr int kTileShapes = 2;
-  struct TileGeometry {
-    int a_rows, b_rows, ctas;
-  };
-  template <int kShape>
-  static TileGeometry geometry_of() {
-    return {sm90::Pipeline<kShape>::kARows, sm90::Pipeline<kShape>::kBRows, 1};
-  }
-  static TileGeometry geometry(int shape) { return shape ? geometry_of<1>() : geometry_of<0>(); }
-  static int smem_bytes(int shape) { return shape ? sm90::Pipeline<1>::kSmemBytes : sm90::Pipeline<0>::kSmemBytes; }
-  // The schedule weighs shape 1 only for problems whose groups all fit one of its tiles.
-  static bool worth_trying(int most_rows, int shape) { return shape == 0 || most_rows <= sm90::Pipeline<1>::kARows; }
   static const void* kernel(bool /*persistent*/, int fixed_n8, int shape) {
     return shape ? sm90::gemm_kernel<1, LaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{})
                  : sm90::gemm_kernel<0, LaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{});
   }
-  static int fixed_n8_at_least(int n8, int shape) {
-    return shape ? sm90::fixed_n8_at_least<1>(n8, sm90::FixedWgmmaN8{}) : sm90::fixed_n8_at_least<0>(n8, sm90::FixedWgmmaN8{});
-  }
   static const void* prepass_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_a); }
-  // The MoE forms: the tile shape whose busiest CTA would cost least (tile_cost) if every expert had
-  // the most rows it can have (the counts are not known on the host); shape 1 only when those rows fit
-  // one of its tiles. (A rule on shape 1's tile count alone gave E=8, N=4096's 128 wide tiles, one
-  // for all but 4 of the H200's CTAs, to shape 0: two narrow tiles on most CTAs.)
-  static int expert_shape(int most_rows, int experts, int n, int k, int units) {
-    auto busiest = [&](int shape) {
-      const TileGeometry g = geometry(shape);
-      const int64_t tiles = int64_t(experts) * ((n + g.b_rows - 1) / g.b_rows) * ((std::max(most_rows, 1) + g.a_rows - 1) / g.a_rows);
-      return (tiles + units - 1) / units * tile_cost(std::min(most_rows, g.a_rows), k, shape);
-    };
-    return worth_trying(most_rows, 1) && busiest(1) <= busiest(0) ? 1 : 0;
-  }
   // The MoE forms' GEMM of a tile shape, choosing each tile's N (fixed_n8 0) or, for shape 1, built
   // for one N of FixedWgmmaN8; null for any other.
   static const void* expert_kernel(int shape, int fixed_n8) {
@@ -1860,19 +2065,6 @@ struct Arch {
     return sm90::gemm_kernel<1, ExpertLaunchArgs>(fixed_n8, sm90::FixedWgmmaN8{});
   }
   static const void* expert_schedule_kernel() { return reinterpret_cast<const void*>(&sm90::dequantize_and_schedule_experts); }
-  static constexpr int kPrepassThreads = sm90::kPrepassThreads;
-  static constexpr bool kNarrowTiles = true;  // a tile may have any multiple of 8 A rows (the wgmma N)
-  // Rows a TMA load of A brings: the tile's rows, at most the group's rounded to 8.
-  static int a_box_rows(int m, int chunk_rows, int /*shape*/) { return std::min(chunk_rows, (std::max(m, 1) + 7) / 8 * 8); }
-  // Relative cost of a tile for load balancing: per K block, a share that grows with the tile's rows
-  // (the wgmma N) and a fixed share (B decode, barrier round trips, wgmma latency) that on the H200
-  // weighs as much as about 256 rows: balancing on rows alone left a third of case 0's SM time idle.
-  // Shape 1's tile has twice the B rows at 13% less time than two of shape 0's on the H200 at 0-32
-  // A rows (docs/perf-log/log.md): 2 x rows + 440.
-  static int64_t tile_cost(int m_rows, int k, int shape) {
-    const int rows = (m_rows + 7) / 8 * 8;
-    return int64_t(k) * (shape ? 2 * rows + 440 : rows + 256);
-  }
   static bool tmem_plan(int /*shape*/, bool /*persistent*/, int* /*out*/) { return false; }  // no TMEM on sm_90
   // B: packed FP4 rows as a 2-D byte tensor [rows][K/2]; a box is box_rows x 32 bytes (64 K), unswizzled.
   static CUresult encode_operand(EncodeTiledFn encode, CUtensorMap* map, const void* base, int rows, int k, int box_rows,
@@ -1898,115 +2090,20 @@ struct Arch {
   }
 };
 }  // namespace nvfp4
-#line 9 "csrc/arch.cuh"
+#line 11 "csrc/arch.cuh"
 #elif NVFP4_ARCH == 100
 #line 1 "csrc/sm100/arch.cuh"
 
 // ============================================================================ sm_100a traits
-// nvfp4::Arch for sm_100a: what the host side knows of the kernels (csrc/arch.cuh).
+// nvfp4::Arch for sm_100a: the tiles' traits (tiles.cuh) and what the host side knows of the kernels
+// (csrc/arch.cuh).
 
 
 
-#line 1 "csrc/sm100/config.cuh"
-
-// ============================================================================ sm_100a kernel
-// The B200 design: a TMA ring of as many stages as fit, one TMA warp, one MMA warp issuing
-// tcgen05.cp (scales into TMEM) and tcgen05.mma kind::mxf4nvf4 (FP4 x FP4 with E4M3 block scales,
-// fp32 accumulators in TMEM), four epilogue warps reading TMEM with tcgen05.ld and storing 16
-// bytes a thread. Three tile shapes (TileShape); where TMEM holds two accumulators, the persistent
-// variant double-buffers them so the epilogue of tile t overlaps the MMA of tile t + 1.
-// Compiled and host-checked here; it has never run on hardware (no B200 is available). It departs
-// from the public design it grew from where that one was wrong: TMEM allocated for every column
-// used, the epilogue waiting for the MMAs' commit, a whole-warp dealloc, a fence before a release.
 
 
-
-namespace nvfp4 {
-namespace sm100 {
-constexpr int kBlockK = 256;                // K per pipeline stage (one 128-byte swizzled row per operand row)
-constexpr int kMmaK = 64;                   // K per tcgen05.mma for FP4
-constexpr int kEpilogueWarps = 4;           // one per 32 TMEM lanes
-constexpr int kWarps = kEpilogueWarps + 2;  // warps 0-3 epilogue, 4 TMA, 5 MMA
-constexpr int kThreads = kWarps * 32;
-constexpr int kTmaWarp = kWarps - 2, kMmaWarp = kWarps - 1;
-constexpr int kSfAtomBytes = 128 * kBlockK / 16;  // the scales of 128 rows for one K block: four 512-byte atoms (64 K each)
-constexpr int kSmemBudget = 232448;               // the most dynamic shared memory a B200 CTA may opt into (227 KB)
-constexpr int kSmemSlack = 1024;                  // to align the base to 1024 (128B swizzle)
-
-// The tile shapes, one kernel each (kShape). The MMA's M side is 128 rows of one operand per CTA,
-// which land in its 128 TMEM lanes; its N side is up to kNRows rows of the other, issued as
-// kNPieces MMAs of at most 128 (each with one 128-row scale atom), which land in TMEM columns.
-// kUnswapped: 128 rows of A (C rows) by 128 of B (C columns). kSwapped, for problems of few A
-// rows: 128 rows of B by up to 256 of A, so each B tile is read once for up to 256 rows of C; the
-// epilogue transposes through shared memory. kPair: the swapped tile over a CTA pair
-// (cta_group::2, M = 256): 256 rows of B by 128 of A, each CTA loading its 128 B rows and half of
-// the A rows, so a CTA loads 192 rows per K block for 128 x 128 outputs instead of 256.
-enum TileShapeId { kUnswapped = 0, kSwapped = 1, kPair = 2 };
-template <int kShape>
-struct TileShape {
-  static constexpr bool kIsSwapped = kShape != kUnswapped, kIsPair = kShape == kPair;
-  static constexpr int kCtaGroup = kIsPair ? 2 : 1;
-  static constexpr int kRowsA = kShape == kSwapped ? 256 : 128;  // C rows per tile
-  static constexpr int kRowsB = 128;                             // C columns per CTA; per tile kCtaGroup x this
-  static constexpr int kCtaRowsA = kRowsA / kCtaGroup;           // A rows one CTA loads
-  static constexpr int kNRows = kIsSwapped ? kRowsA : kRowsB;
-  static constexpr int kNPieces = kNRows / 128;
-  static constexpr int kABytes = kCtaRowsA * kBlockK / 2, kBBytes = kRowsB * kBlockK / 2;
-  static constexpr int kSfaBytes = kRowsA / 128 * kSfAtomBytes, kSfbBytes = kRowsB / 128 * kSfAtomBytes;
-  static constexpr int kStageBytes = kABytes + kBBytes + kSfaBytes + kSfbBytes;        // a multiple of 1024: stages stay aligned
-  static constexpr int kStagingBytes = kIsSwapped ? kEpilogueWarps * 32 * 32 * 2 : 0;  // the epilogue's 32 x 32 halves per warp
-  static constexpr int kFixedBytes = kStagingBytes + 32 * 8 + 16 + kSmemSlack;         // staging, barriers, TMEM slot, slack
-  static constexpr int kStages = (kSmemBudget - kFixedBytes) / kStageBytes;            // as many as fit
-  static constexpr int kSmemStaging = kStages * kStageBytes;
-  static constexpr int kSmemBarriers = kSmemStaging + kStagingBytes;
-  static constexpr int kNumBarriers = 2 * kStages + 4;  // tma[s], mma[s], mainloop[2], epilogue[2]
-  static constexpr int kSmemTmemSlot = kSmemBarriers + kNumBarriers * 8;
-  static constexpr int kSmemBytes = kSmemTmemSlot + 16 + kSmemSlack;
-  static_assert(kStageBytes % 1024 == 0 && kStages >= 2 && kNumBarriers <= 32 && kSmemBytes <= kSmemBudget, "shared memory plan");
-};
-
-// L2 cache-policy operands (the createpolicy encodings of evict-first and evict-last).
-constexpr uint64_t kEvictFirst = 0x12F0000000000000ull;
-constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
-
-// TMEM columns: accumulator buffers (kNRows fp32 columns each; two when a CTA runs several tiles
-// and they fit), then the scales of one K block, 4 columns per 64-K atom: the M side's 128 rows,
-// then each N piece's. The allocation covers every column used, rounded up to the power of two
-// tcgen05.alloc requires.
-template <int kShape, bool kPersistent>
-struct TmemPlan {
-  static constexpr int kNRows = TileShape<kShape>::kNRows, kNPieces = TileShape<kShape>::kNPieces;
-  static constexpr int kScaleColumns = 4 * (kBlockK / kMmaK);  // per 128 rows
-  static constexpr int kBuffers = kPersistent && 2 * kNRows + (1 + kNPieces) * kScaleColumns <= 512 ? 2 : 1;
-  static constexpr int kSfM = kBuffers * kNRows;
-  static constexpr int kSfN = kSfM + kScaleColumns;
-  static constexpr int kUsed = kSfN + kNPieces * kScaleColumns;
-  static constexpr int kAllocated = kUsed <= 32 ? 32 : kUsed <= 64 ? 64 : kUsed <= 128 ? 128 : kUsed <= 256 ? 256 : 512;
-  static_assert(kUsed <= kAllocated && kAllocated <= 512, "TMEM plan exceeds the 512 columns of an SM");
-};
-
-__device__ __forceinline__ constexpr uint64_t desc_encode(uint64_t x) { return (x & 0x3FFFFull) >> 4; }
-// K-major FP4 tile in 128B swizzle atoms (SBO 1024 = 8 rows x 128 bytes); bits 46-48 = 0b001.
-__device__ __forceinline__ uint64_t desc_ab(uint32_t addr) {
-  return desc_encode(addr) | desc_encode(8 * 128) << 32 | 1ull << 46 | 2ull << 61;
-}
-// A 512-byte scale atom, no swizzle (SBO 128 = 8 rows x 16 bytes).
-__device__ __forceinline__ uint64_t desc_sf(uint32_t addr) { return desc_encode(addr) | desc_encode(8 * 16) << 32 | 1ull << 46; }
-// Instruction descriptor: A and B E2M1, E4M3 scales (bit 23 clear), N >> 3 at bits 17-22, M >> 4
-// at bits 24-28 (M = 128, or 256 over a CTA pair).
-__host__ __device__ constexpr uint32_t instr_desc(int n, int m = 128) {
-  return (1u << 7) | (1u << 10) | (uint32_t(n) >> 3 << 17) | (uint32_t(m) >> 4 << 24);
-}
-
-__device__ __forceinline__ bool elect_one() {
-  uint32_t pred = 0;
-  asm volatile("{\n .reg .pred P;\n elect.sync _|P, %1;\n selp.b32 %0, 1, 0, P;\n}\n" : "=r"(pred) : "r"(0xFFFFFFFFu));
-  return pred != 0;
-}
-}  // namespace sm100
-}  // namespace nvfp4
-#line 8 "csrc/sm100/arch.cuh"
 #line 1 "csrc/sm100/kernel.cuh"
+
 
 
 
@@ -2660,7 +2757,7 @@ inline cudaError_t configure_tcgen05_emulation(uint64_t seed, uint32_t max_delay
   return cudaMemcpyToSymbol(sm100::emu::g_config, &config, sizeof config);
 }
 }  // namespace nvfp4
-#line 7 "csrc/sm100/kernel.cuh"
+#line 8 "csrc/sm100/kernel.cuh"
 #else
 #line 1 "csrc/sm100/tcgen05.cuh"
 
@@ -2753,7 +2850,7 @@ __device__ __forceinline__ void tmem_load_32x32b_x32(float (&v)[32], uint32_t ta
 }
 }  // namespace sm100
 }  // namespace nvfp4
-#line 9 "csrc/sm100/kernel.cuh"
+#line 10 "csrc/sm100/kernel.cuh"
 #endif
 
 namespace nvfp4 {
@@ -3068,49 +3165,16 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm(const __grid_constan
 __global__ void __launch_bounds__(kMaxExperts) schedule_experts(const __grid_constant__ ExpertArgs a) { build_schedule(a); }
 }  // namespace sm100
 }  // namespace nvfp4
-#line 9 "csrc/sm100/arch.cuh"
+#line 11 "csrc/sm100/arch.cuh"
 
 namespace nvfp4 {
-struct Arch {
-  using Unswapped = sm100::TileShape<sm100::kUnswapped>;
-  static constexpr int kTileM = Unswapped::kRowsA, kTileN = Unswapped::kRowsB;
+struct Arch : ArchTiles {
   static int threads(int /*shape*/) { return sm100::kThreads; }
   // Every tile shape takes the same shared memory: their stage counts are chosen to fill it.
   static constexpr int kSmemBytes =
       std::max({Unswapped::kSmemBytes, sm100::TileShape<sm100::kSwapped>::kSmemBytes, sm100::TileShape<sm100::kPair>::kSmemBytes});
-  static constexpr int kTileShapes = 3;  // sm100::TileShapeId
   static int smem_bytes(int /*shape*/) { return kSmemBytes; }
-  // A rows and B rows of a tile of each shape, and the CTAs that run it (a pair: a cluster of 2).
-  struct TileGeometry {
-    int a_rows, b_rows, ctas;
-  };
-  template <int kShape>
-  static constexpr TileGeometry geometry_of() {
-    using S = sm100::TileShape<kShape>;
-    return {S::kRowsA, S::kRowsB * S::kCtaGroup, S::kCtaGroup};
-  }
-  static TileGeometry geometry(int shape) {
-    constexpr TileGeometry all[kTileShapes] = {geometry_of<0>(), geometry_of<1>(), geometry_of<2>()};
-    return all[shape];
-  }
-  static constexpr int kKMultiple = sm100::kBlockK;
-  static constexpr bool kPrepass = false;  // the MMA reads FP4 A and its scales directly
   static const void* prepass_kernel() { return nullptr; }
-  static constexpr int kPrepassThreads = 0;
-  static constexpr bool kNarrowTiles = false;  // every tile has its shape's rows
-  // A TMA load of A brings the rows one CTA holds, whose 128B-swizzled tile the MMA reads whole.
-  static int a_box_rows(int /*m*/, int chunk_rows, int shape) { return chunk_rows / geometry(shape).ctas; }
-  // Relative cost of a tile for load balancing and for choosing the tile shape, from the B200 model
-  // (tools/b200_model.py, fitted to public per-version times; nothing here runs on a B200): a K
-  // block is bound by the CTA's loads, 144 bytes (FP4 and scales) per row of A and of B it loads; a
-  // tile adds a fixed cost worth 644 such rows (0.77 us at the fitted 120.5 GB/s per SM), and a
-  // tile with one accumulator (the swapped shape), which keeps the next tile's MMAs waiting, its
-  // epilogue's stores (0.92 rows per row of A).
-  static int64_t tile_cost(int m_rows, int k, int shape) {
-    const int ctas = geometry(shape).ctas;
-    const int64_t loaded = kTileN + (m_rows + ctas - 1) / ctas;
-    return int64_t(k / sm100::kBlockK) * loaded + 644 + (shape == sm100::kSwapped ? m_rows * 92 / 100 : 0);
-  }
   // TMEM columns of a kernel: buffers, M-side scale column, N-side scale column, columns used, columns allocated.
   template <int kShape, bool kPersistent>
   static void tmem_columns(int* out) {
@@ -3132,11 +3196,6 @@ struct Arch {
     return persistent ? reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, true, LaunchArgs>)
                       : reinterpret_cast<const void*>(&sm100::grouped_gemm<kShape, false, LaunchArgs>);
   }
-  // The MoE forms: the swapped shape (128 B rows by up to 256 A rows) while an expert has at most 256
-  // rows, else the unswapped one; the persistent kernel; no prepass.
-  static int expert_shape(int most_rows, int /*experts*/, int /*n*/, int /*k*/, int /*units*/) {
-    return most_rows <= 256 ? sm100::kSwapped : sm100::kUnswapped;
-  }
   static const void* expert_kernel(int shape, int fixed_n8) {  // no kernels built for one wgmma N
     if (fixed_n8 != 0) return nullptr;
     return shape == sm100::kSwapped ? reinterpret_cast<const void*>(&sm100::grouped_gemm<sm100::kSwapped, true, ExpertLaunchArgs>)
@@ -3147,8 +3206,6 @@ struct Arch {
   static const void* kernel(bool persistent, int /*fixed_n8*/, int shape) {
     return shape == 0 ? kernel_of<0>(persistent) : shape == 1 ? kernel_of<1>(persistent) : kernel_of<2>(persistent);
   }
-  static int fixed_n8_at_least(int /*n8*/, int /*shape*/) { return 0; }        // no kernels built for one wgmma N
-  static bool worth_trying(int /*most_rows*/, int /*shape*/) { return true; }  // the schedule weighs every shape
   // Packed FP4 as a 3-D tensor of 4-bit elements {256, rows, K/256}, 128B swizzle,
   // 256B L2 promotion; a box is box_rows (128 or 256) x 256 K (one 128-byte swizzled row each). byte_elements
   // gives the byte-equivalent UINT8 map (same bytes, strides, box and swizzle), which drivers of
@@ -3167,7 +3224,7 @@ struct Arch {
   }
 };
 }  // namespace nvfp4
-#line 11 "csrc/arch.cuh"
+#line 13 "csrc/arch.cuh"
 #endif
 
 namespace nvfp4 {
@@ -3240,6 +3297,7 @@ inline void launch_on(cudaLaunchConfig_t&, cudaLaunchAttribute*, unsigned*, Queu
 #line 1 "csrc/host/schedule.cuh"
 
 
+
 #line 1 "csrc/host/status.cuh"
 
 
@@ -3261,7 +3319,7 @@ struct Status {
   } while (0)
 }  // namespace host
 }  // namespace nvfp4
-#line 4 "csrc/host/schedule.cuh"
+#line 5 "csrc/host/schedule.cuh"
 
 namespace nvfp4 {
 namespace host {
@@ -3269,8 +3327,8 @@ struct GroupShape {
   const void *a, *b, *sfa, *sfb;
   void* c;
   int m, n, k;
-  int chunk_rows = Arch::kTileM;  // A rows per tile
-  void* a_half = nullptr;         // the prepass's fp16 rows of A (sm_90a)
+  int chunk_rows = ArchTiles::kTileM;  // A rows per tile
+  void* a_half = nullptr;              // the prepass's fp16 rows of A (sm_90a)
 };
 
 inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
@@ -3278,14 +3336,14 @@ inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
 inline int64_t workspace_bytes(const std::vector<GroupShape>& groups) {
   int64_t bytes = 0;
   for (const GroupShape& s : groups)
-    if (Arch::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
+    if (ArchTiles::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
   return bytes;
 }
 // Carves the workspace into each group's rows (16-byte aligned: K is a multiple of 64).
 inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
   auto* next = static_cast<uint8_t*>(workspace);
   for (GroupShape& s : groups)
-    if (Arch::kPrepass && has_tiles(s)) {
+    if (ArchTiles::kPrepass && has_tiles(s)) {
       s.a_half = next;
       next += int64_t(s.m) * s.k * 2;
     }
@@ -3293,12 +3351,12 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-inline int a_box_rows(int m, int chunk_rows, int shape) { return Arch::a_box_rows(m, chunk_rows, shape); }
-inline int64_t tile_cost(int m_rows, int k, int shape) { return Arch::tile_cost(m_rows, k, shape); }
+inline int a_box_rows(int m, int chunk_rows, int shape) { return ArchTiles::a_box_rows(m, chunk_rows, shape); }
+inline int64_t tile_cost(int m_rows, int k, int shape) { return ArchTiles::tile_cost(m_rows, k, shape); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
-  int shape = 0;                // the tile shape (Arch::geometry; sm_100a: sm100::TileShapeId)
+  int shape = 0;                // the tile shape (ArchTiles::geometry; sm_100a: sm100::TileShapeId)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
@@ -3309,18 +3367,18 @@ struct ScheduledLaunch {
 inline int count_tiles(const std::vector<GroupShape>& groups, int shape = 0) {
   int tiles = 0;
   for (const GroupShape& s : groups)
-    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::geometry(shape).b_rows);
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, ArchTiles::geometry(shape).b_rows);
   return tiles;
 }
 
 // A rows per tile: the tile shape's, unless the problem has fewer tiles than SMs and the kernel
-// takes tiles of any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal
+// takes tiles of any multiple of 8 rows (ArchTiles::kNarrowTiles). Then each group is cut into equal
 // chunks under the smallest bound at which the tiles still fit on the SMs, so no SM idles for want
 // of a tile and the widest tile, which the others wait for, is as narrow as it can be.
 void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms, int shape) {
-  const int widest = Arch::geometry(shape).a_rows;
+  const int widest = ArchTiles::geometry(shape).a_rows;
   for (GroupShape& s : groups) s.chunk_rows = widest;
-  if (!Arch::kNarrowTiles || count_tiles(groups, shape) >= num_sms) return;
+  if (!ArchTiles::kNarrowTiles || count_tiles(groups, shape) >= num_sms) return;
   auto tiles_under = [&](int bound) {
     for (GroupShape& s : groups) s.chunk_rows = bound;
     return count_tiles(groups, shape);
@@ -3404,7 +3462,7 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas, int shape) {
   int widest = 0;
   for (const TileItem& t : tiles) widest = std::max(widest, ceil_div(t.rows, 8));
-  const int n8 = Arch::fixed_n8_at_least(widest, shape);
+  const int n8 = ArchTiles::fixed_n8_at_least(widest, shape);
   if (!n8) return 0;
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
@@ -3419,8 +3477,8 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
 // max_pairs: the CTA pairs (clusters of 2) that fit on the GPU at once, which may be fewer than
 // half its SMs (a GPU processing cluster with an odd number of free SMs leaves one unpaired).
 std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int max_pairs, int shape) {
-  const int b_rows = Arch::geometry(shape).b_rows;
-  const int units = Arch::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
+  const int b_rows = ArchTiles::geometry(shape).b_rows;
+  const int units = ArchTiles::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -3481,7 +3539,7 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches) {
 }
 
 // Which tile shape a problem's launches use: one of Arch's shapes, or of those worth trying for the
-// problem (Arch::worth_trying) the one that leaves the busiest CTAs the lowest cost (ties: the lower
+// problem (ArchTiles::worth_trying) the one that leaves the busiest CTAs the lowest cost (ties: the lower
 // shape).
 constexpr int kTilesChosen = -1;
 
@@ -3527,8 +3585,8 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
   int most_rows = 0;
   for (const GroupShape& s : groups)
     if (has_tiles(s)) most_rows = std::max(most_rows, s.m);
-  for (int shape = 0; shape < Arch::kTileShapes; ++shape) {
-    if (choice == kTilesChosen ? !Arch::worth_trying(most_rows, shape) : choice != shape) continue;
+  for (int shape = 0; shape < ArchTiles::kTileShapes; ++shape) {
+    if (choice == kTilesChosen ? !ArchTiles::worth_trying(most_rows, shape) : choice != shape) continue;
     std::vector<GroupShape> shaped = groups;
     choose_chunk_rows(shaped, num_sms, shape);
     if (!chunks_fit(shaped)) continue;
@@ -4329,6 +4387,7 @@ int nvfp4_schedule(const int* mnk, int num_groups, int num_sms, int max_pairs, i
 int nvfp4_tmem_plan(int shape, int persistent, int* out);
 int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas);
 void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int units, int* shape, int* fixed_n8);
+int nvfp4_fixed_n8_at_least(int n8, int shape);
 int64_t nvfp4_scale_byte(int row, int sf_col, int k);
 int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity);
 int64_t nvfp4_quantize_walk(int batch, int padded_rows, int units_per_row, int64_t first, int64_t stride, int* out, int64_t capacity);
@@ -4626,6 +4685,11 @@ void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int un
   *shape = nvfp4::Arch::expert_shape(most_rows, experts, n, k, units);
   *fixed_n8 = nvfp4::host::expert_fixed_n8(most_rows, k, *shape);
 }
+// The smallest wgmma N (/ 8) at least n8 that a GEMM of the tile shape is built for alone; 0 for none
+// (sm_100a builds none), -1 for a shape this build does not have.
+int nvfp4_fixed_n8_at_least(int n8, int shape) {
+  return shape >= 0 && shape < nvfp4::Arch::kTileShapes ? nvfp4::Arch::fixed_n8_at_least(n8, shape) : -1;
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }
@@ -4812,6 +4876,7 @@ ENTRY_POINTS = (
     "int nvfp4_tmem_plan(int shape, int persistent, int* out)",
     "int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas)",
     "void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int units, int* shape, int* fixed_n8)",
+    "int nvfp4_fixed_n8_at_least(int n8, int shape)",
     "int64_t nvfp4_scale_byte(int row, int sf_col, int k)",
     "int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity)",
     "int64_t nvfp4_quantize_walk(int batch, int padded_rows, int units_per_row, int64_t first, int64_t stride, int* out, int64_t capacity)",

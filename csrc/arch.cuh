@@ -3,7 +3,9 @@
 #include "prelude.cuh"
 #include "launch_params.cuh"
 #include "ptx.cuh"
+#include "output.cuh"
 #include "experts.cuh"
+#include "arch_tiles.cuh"
 #if NVFP4_ARCH == 90
 #include "sm90/arch.cuh"
 #elif NVFP4_ARCH == 100

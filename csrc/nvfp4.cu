@@ -242,6 +242,11 @@ void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int un
   *shape = nvfp4::Arch::expert_shape(most_rows, experts, n, k, units);
   *fixed_n8 = nvfp4::host::expert_fixed_n8(most_rows, k, *shape);
 }
+// The smallest wgmma N (/ 8) at least n8 that a GEMM of the tile shape is built for alone; 0 for none
+// (sm_100a builds none), -1 for a shape this build does not have.
+int nvfp4_fixed_n8_at_least(int n8, int shape) {
+  return shape >= 0 && shape < nvfp4::Arch::kTileShapes ? nvfp4::Arch::fixed_n8_at_least(n8, shape) : -1;
+}
 int64_t nvfp4_scale_byte(int row, int sf_col, int k) {
   return nvfp4::scale_atom_offset(row / 128, sf_col / 4, k) + nvfp4::scale_byte_in_atom(row, sf_col);
 }

@@ -90,6 +90,7 @@ ENTRY_POINTS = (
     "int nvfp4_tmem_plan(int shape, int persistent, int* out)",
     "int nvfp4_tile_shape(int shape, int* a_rows, int* b_rows, int* ctas)",
     "void nvfp4_expert_kernel_choice(int most_rows, int experts, int n, int k, int units, int* shape, int* fixed_n8)",
+    "int nvfp4_fixed_n8_at_least(int n8, int shape)",
     "int64_t nvfp4_scale_byte(int row, int sf_col, int k)",
     "int nvfp4_expert_walk(int total, int unit, int units, int* tiles, int capacity)",
     "int64_t nvfp4_quantize_walk(int batch, int padded_rows, int units_per_row, int64_t first, int64_t stride, int* out, int64_t capacity)",

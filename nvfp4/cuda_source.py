@@ -26,12 +26,14 @@ def translation_unit(csrc: Path = CSRC, swaps: dict[str, str] | None = None) -> 
 
     Every `#include "..."` of a file under csrc/ is replaced by that file's text, once per file (its
     `#pragma once` dropped). A file included again later must sit under the same conditionals as
-    its first inclusion (or more), so that its one copy is compiled wherever it is needed."""
+    its first inclusion (or more), so that its one copy is compiled wherever it is needed. A
+    conditional is known by its text and the chain of #if and #elif before it: `#if NVFP4_ARCH == 90`
+    in two files is one condition (the project's conditions test macros given on the command line,
+    which keep one value through the translation unit)."""
     csrc = csrc.resolve()
     swapped = {(csrc / old).resolve(): (csrc / new).resolve() for old, new in (swaps or {}).items()}
     placed: dict[Path, tuple] = {}  # file -> the conditionals its one copy sits under
     out: list[str] = []
-    branch_ids = iter(range(1 << 30))
 
     def inline(path: Path, conditions: tuple) -> None:
         name = "csrc/" + path.relative_to(csrc).as_posix()
@@ -62,9 +64,9 @@ def translation_unit(csrc: Path = CSRC, swaps: dict[str, str] | None = None) -> 
                 out.append(f'#line {number + 1} "{name}"')
                 continue
             if OPENS.match(line):
-                stack.append(next(branch_ids))
+                stack.append((" ".join(line.split()),))
             elif BRANCHES.match(line):
-                stack[-1] = next(branch_ids)
+                stack[-1] = (*stack[-1], " ".join(line.split()))
             elif CLOSES.match(line):
                 stack.pop()
             out.append(line)

@@ -20,7 +20,6 @@ from nvfp4.build import BUILD_TARGETS
 from nvfp4.kernel_path import TILE_SHAPE_NAMES, TILES_CHOSEN, create_plan
 from nvfp4.layout import from_leaderboard
 from reference import generate_input
-from tools.gen_wgmma import FIXED_WGMMA_N8
 from tools.nvcc_build import ROOT, load
 
 
@@ -74,7 +73,7 @@ def check_case(lib, data, num_sms, tiles=TILES_CHOSEN) -> list[str]:
                 problems.append(f"launch {launch}: tile shape {shape.value}, asked for {tiles}")
             if grid.value % tile_ctas or not 0 < grid.value <= num_sms or bool(persistent.value) != (count.value > units):
                 problems.append(f"launch {launch}: grid {grid.value}, {count.value} tiles, persistent={persistent.value}")
-            if fixed_n8.value and (lib.nvfp4_arch() != 90 or fixed_n8.value not in FIXED_WGMMA_N8 or 8 * fixed_n8.value > a_rows):
+            if fixed_n8.value and lib.nvfp4_fixed_n8_at_least(fixed_n8.value, shape.value) != fixed_n8.value:
                 problems.append(f"launch {launch}: no kernel is built for wgmma N = {8 * fixed_n8.value}")
             if firsts[units] != count.value or any(firsts[c] >= firsts[c + 1] for c in range(units)):
                 problems.append(f"launch {launch}: CTA tile ranges are not a partition with one tile at least each")

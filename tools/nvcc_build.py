@@ -10,6 +10,7 @@ sources and flags.
 
 import ctypes
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -133,6 +134,14 @@ def included_headers(arch: int, toolkit: Toolkit) -> list[str]:
     if proc.returncode:
         raise RuntimeError(f"nvcc -M failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
     return proc.stdout.replace("\\\n", " ").split()
+
+
+def include_flags(nvcc: str = "nvcc") -> list[str]:
+    """The -I flags nvcc gives its host compiler (the CUDA headers), for compiling host code with a
+    host compiler alone."""
+    proc = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-c", os.devnull], capture_output=True, text=True)
+    line = next((line for line in (proc.stdout + proc.stderr).splitlines() if "INCLUDES=" in line), "")
+    return [flag for flag in line.split('"')[1].split() if flag.startswith("-I")] if '"' in line else []
 
 
 def _nvcc(nvcc: str, args: list[str], out: Path, what: str) -> str:

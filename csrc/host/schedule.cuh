@@ -1,5 +1,6 @@
 #pragma once
-#include "../arch.cuh"
+#include "../launch_params.cuh"
+#include "../arch_tiles.cuh"
 #include "status.cuh"
 
 namespace nvfp4 {
@@ -8,8 +9,8 @@ struct GroupShape {
   const void *a, *b, *sfa, *sfb;
   void* c;
   int m, n, k;
-  int chunk_rows = Arch::kTileM;  // A rows per tile
-  void* a_half = nullptr;         // the prepass's fp16 rows of A (sm_90a)
+  int chunk_rows = ArchTiles::kTileM;  // A rows per tile
+  void* a_half = nullptr;              // the prepass's fp16 rows of A (sm_90a)
 };
 
 inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
@@ -17,14 +18,14 @@ inline bool has_tiles(const GroupShape& s) { return s.m > 0 && s.n > 0; }
 inline int64_t workspace_bytes(const std::vector<GroupShape>& groups) {
   int64_t bytes = 0;
   for (const GroupShape& s : groups)
-    if (Arch::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
+    if (ArchTiles::kPrepass && has_tiles(s)) bytes += int64_t(s.m) * s.k * 2;
   return bytes;
 }
 // Carves the workspace into each group's rows (16-byte aligned: K is a multiple of 64).
 inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
   auto* next = static_cast<uint8_t*>(workspace);
   for (GroupShape& s : groups)
-    if (Arch::kPrepass && has_tiles(s)) {
+    if (ArchTiles::kPrepass && has_tiles(s)) {
       s.a_half = next;
       next += int64_t(s.m) * s.k * 2;
     }
@@ -32,12 +33,12 @@ inline void assign_workspace(std::vector<GroupShape>& groups, void* workspace) {
 
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 inline int ceil_div(int x, int m) { return (x + m - 1) / m; }
-inline int a_box_rows(int m, int chunk_rows, int shape) { return Arch::a_box_rows(m, chunk_rows, shape); }
-inline int64_t tile_cost(int m_rows, int k, int shape) { return Arch::tile_cost(m_rows, k, shape); }
+inline int a_box_rows(int m, int chunk_rows, int shape) { return ArchTiles::a_box_rows(m, chunk_rows, shape); }
+inline int64_t tile_cost(int m_rows, int k, int shape) { return ArchTiles::tile_cost(m_rows, k, shape); }
 
 struct ScheduledLaunch {
   int fixed_n8 = 0;             // sm_90a: every tile issued with wgmma N = 8 * fixed_n8 (0: each its own)
-  int shape = 0;                // the tile shape (Arch::geometry; sm_100a: sm100::TileShapeId)
+  int shape = 0;                // the tile shape (ArchTiles::geometry; sm_100a: sm100::TileShapeId)
   std::vector<int> groups;      // global index of each of the launch's groups
   std::vector<uint32_t> tiles;  // packed tiles (launch-local group index), grouped by CTA
   std::vector<int> cta_first;   // CTA c runs tiles [cta_first[c], cta_first[c + 1])
@@ -48,18 +49,18 @@ struct ScheduledLaunch {
 inline int count_tiles(const std::vector<GroupShape>& groups, int shape = 0) {
   int tiles = 0;
   for (const GroupShape& s : groups)
-    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, Arch::geometry(shape).b_rows);
+    if (has_tiles(s)) tiles += ceil_div(s.m, s.chunk_rows) * ceil_div(s.n, ArchTiles::geometry(shape).b_rows);
   return tiles;
 }
 
 // A rows per tile: the tile shape's, unless the problem has fewer tiles than SMs and the kernel
-// takes tiles of any multiple of 8 rows (Arch::kNarrowTiles). Then each group is cut into equal
+// takes tiles of any multiple of 8 rows (ArchTiles::kNarrowTiles). Then each group is cut into equal
 // chunks under the smallest bound at which the tiles still fit on the SMs, so no SM idles for want
 // of a tile and the widest tile, which the others wait for, is as narrow as it can be.
 void choose_chunk_rows(std::vector<GroupShape>& groups, int num_sms, int shape) {
-  const int widest = Arch::geometry(shape).a_rows;
+  const int widest = ArchTiles::geometry(shape).a_rows;
   for (GroupShape& s : groups) s.chunk_rows = widest;
-  if (!Arch::kNarrowTiles || count_tiles(groups, shape) >= num_sms) return;
+  if (!ArchTiles::kNarrowTiles || count_tiles(groups, shape) >= num_sms) return;
   auto tiles_under = [&](int bound) {
     for (GroupShape& s : groups) s.chunk_rows = bound;
     return count_tiles(groups, shape);
@@ -143,7 +144,7 @@ void rebalance(const std::vector<TileItem>& tiles, std::vector<int>& cta_of, int
 int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& cta_of, int ctas, int shape) {
   int widest = 0;
   for (const TileItem& t : tiles) widest = std::max(widest, ceil_div(t.rows, 8));
-  const int n8 = Arch::fixed_n8_at_least(widest, shape);
+  const int n8 = ArchTiles::fixed_n8_at_least(widest, shape);
   if (!n8) return 0;
   std::vector<int64_t> own(size_t(ctas), 0), fixed(size_t(ctas), 0);
   for (size_t t = 0; t < tiles.size(); ++t) {
@@ -158,8 +159,8 @@ int fixed_wgmma_n8(const std::vector<TileItem>& tiles, const std::vector<int>& c
 // max_pairs: the CTA pairs (clusters of 2) that fit on the GPU at once, which may be fewer than
 // half its SMs (a GPU processing cluster with an odd number of free SMs leaves one unpaired).
 std::vector<ScheduledLaunch> schedule(const std::vector<GroupShape>& groups, int num_sms, int max_pairs, int shape) {
-  const int b_rows = Arch::geometry(shape).b_rows;
-  const int units = Arch::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
+  const int b_rows = ArchTiles::geometry(shape).b_rows;
+  const int units = ArchTiles::geometry(shape).ctas == 1 ? num_sms : std::min(num_sms / 2, max_pairs);  // a pair's two CTAs are one unit
   std::vector<TileItem> items, chunk;
   items.reserve(size_t(count_tiles(groups, shape)));
   for (int g = 0; g < int(groups.size()); ++g) {
@@ -220,7 +221,7 @@ int64_t makespan(const std::vector<ScheduledLaunch>& launches) {
 }
 
 // Which tile shape a problem's launches use: one of Arch's shapes, or of those worth trying for the
-// problem (Arch::worth_trying) the one that leaves the busiest CTAs the lowest cost (ties: the lower
+// problem (ArchTiles::worth_trying) the one that leaves the busiest CTAs the lowest cost (ties: the lower
 // shape).
 constexpr int kTilesChosen = -1;
 
@@ -266,8 +267,8 @@ std::shared_ptr<const Schedule> cached_schedule(std::vector<GroupShape>& groups,
   int most_rows = 0;
   for (const GroupShape& s : groups)
     if (has_tiles(s)) most_rows = std::max(most_rows, s.m);
-  for (int shape = 0; shape < Arch::kTileShapes; ++shape) {
-    if (choice == kTilesChosen ? !Arch::worth_trying(most_rows, shape) : choice != shape) continue;
+  for (int shape = 0; shape < ArchTiles::kTileShapes; ++shape) {
+    if (choice == kTilesChosen ? !ArchTiles::worth_trying(most_rows, shape) : choice != shape) continue;
     std::vector<GroupShape> shaped = groups;
     choose_chunk_rows(shaped, num_sms, shape);
     if (!chunks_fit(shaped)) continue;

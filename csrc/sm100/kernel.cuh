@@ -1,6 +1,7 @@
 #pragma once
 #include "config.cuh"
 #include "../ptx.cuh"
+#include "../output.cuh"
 #include "../experts.cuh"
 #if NVFP4_TCGEN05_EMULATION
 #include "tcgen05_emulation.cuh"

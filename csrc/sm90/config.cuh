@@ -77,5 +77,18 @@ struct Pipeline {
                 "the consumers' registers come from the producers'");
 };
 constexpr int kPrepassThreads = 256;
+
+// The wgmma N (/ 8) of the GEMMs built for one N, besides the one choosing each tile's N: every
+// multiple of 16 rows (each adds about 0.8 s to a cold build; a tile shape builds those its tiles
+// can have, kMaxN8 at most).
+using FixedWgmmaN8 = std::integer_sequence<int, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32>;
+// The smallest N (/ 8) of a GEMM of the shape built for one N that is at least n8; 0 when there is none.
+template <int kShape, int... kN8>
+constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
+  int found = 0;
+  for (const int built : {kN8...})
+    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
+  return found;
+}
 }  // namespace sm90
 }  // namespace nvfp4

@@ -3,6 +3,7 @@
 // The GEMM over the prepass's fp16 rows of A (config.cuh: the design and the pipelines).
 #include "../prelude.cuh"
 #include "../launch_params.cuh"
+#include "../output.cuh"
 #include "../experts.cuh"
 #include "../ptx.cuh"
 #include "../timeline.cuh"
@@ -344,14 +345,6 @@ const void* kernel_for_n8() {
     return reinterpret_cast<const void*>(&grouped_gemm<kN8, kShape, Args>);
   else
     return nullptr;
-}
-// The smallest N (/ 8) of a kernel of the shape built for one N that is at least n8; 0 when there is none.
-template <int kShape, int... kN8>
-constexpr int fixed_n8_at_least(int n8, std::integer_sequence<int, kN8...>) {
-  int found = 0;
-  for (const int built : {kN8...})
-    if (built <= Pipeline<kShape>::kMaxN8 && built >= n8 && (found == 0 || built < found)) found = built;
-  return found;
 }
 // The kernel for a launch: built for its fixed wgmma N, or with the tree (0); null for an N the
 // shape has no kernel for (its A boxes would overrun the stage), which the launch then reports.

@@ -7,6 +7,8 @@ sm_100a TMEM column plan) against the reference layouts; the sm_100a dry run nee
 import ctypes
 import re
 import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,6 +42,46 @@ def test_the_built_library_has_every_entry_point_and_the_tables_descriptors(lib)
     assert missing == [] and boundary.layout_differences(lib) == []
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("arch", [90, 100])
+def test_the_host_schedule_compiles_with_a_host_compiler_and_reads_no_kernel_code(arch, tmp_path):
+    """csrc/host/schedule.cuh compiled by g++ alone (the CUDA headers for its types): it sees the
+    tiles through ArchTiles (csrc/arch_tiles.cuh), and none of the kernels' headers is among its
+    includes."""
+    unit = tmp_path / "schedule.cpp"
+    unit.write_text('#include "host/schedule.cuh"\n')
+    from tools.nvcc_build import include_flags
+
+    flags = ["g++", "-std=c++17", f"-DNVFP4_ARCH={arch}", f"-I{ROOT / 'csrc'}", *include_flags()]
+    compiled = subprocess.run([*flags, "-c", str(unit), "-o", str(tmp_path / "schedule.o")], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    listed = subprocess.run([*flags, "-M", str(unit)], capture_output=True, text=True, check=True).stdout
+    headers = sorted({Path(h).resolve().relative_to(ROOT).as_posix() for h in listed.replace("\\\n", " ").split()[1:] if "/csrc/" in h})
+    sm = f"sm{arch}"
+    expected = [
+        "arch_tiles.cuh",
+        "host/schedule.cuh",
+        "host/status.cuh",
+        "launch_params.cuh",
+        "prelude.cuh",
+        f"{sm}/config.cuh",
+        f"{sm}/tiles.cuh",
+    ]
+    assert headers == sorted(f"csrc/{h}" for h in expected)
+
+
+def test_the_gemms_built_for_one_wgmma_n_are_those_of_the_config(lib):
+    """nvfp4_fixed_n8_at_least (the dry run's check of a launch's fixed N) answers from
+    csrc/sm90/config.cuh's FixedWgmmaN8, within each tile shape's rows; sm_100a builds none."""
+    ask = lib.nvfp4_fixed_n8_at_least
+    if lib.nvfp4_arch() == 90:
+        assert [ask(n8, 0) for n8 in (1, 2, 3, 31, 32, 33)] == [2, 2, 4, 32, 32, 0]
+        assert [ask(n8, 1) for n8 in (1, 7, 8, 9)] == [2, 8, 8, 0]  # shape 1: 64 A rows at most
+    else:
+        assert [ask(n8, shape) for n8 in (1, 2, 16) for shape in (0, 1, 2)] == [0] * 9
+    assert ask(2, 7) == -1  # no such shape
+
+
 def test_sm90_build_keeps_wgmma_pipelined():
     """ptxas serializes wgmma, silently apart from an info note, when it cannot prove the pipeline
     safe (a per-tile K loop for each wgmma N did that); the build must carry no such note."""
@@ -60,7 +102,7 @@ def test_sm90_build_keeps_wgmma_pipelined():
     "arch,file,old,new,named",
     [
         (90, "sm90/arch.cuh", "static int threads(int shape)", "static int threads(int shape, int = 0)", "threads(shape)"),
-        (100, "sm100/arch.cuh", "static constexpr bool kNarrowTiles = false;", "static constexpr int kNarrowTiles = 0;", "kNarrowTiles"),
+        (100, "sm100/tiles.cuh", "static constexpr bool kNarrowTiles = false;", "static constexpr int kNarrowTiles = 0;", "kNarrowTiles"),
     ],
 )
 def test_an_arch_that_breaks_the_contract_fails_naming_the_member(arch, file, old, new, named):

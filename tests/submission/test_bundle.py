@@ -84,8 +84,18 @@ def test_an_import_of_the_package_inside_a_function_is_refused(package_copy):
 
 
 def test_a_file_first_included_under_a_conditional_it_does_not_share_is_refused(csrc_copy):
-    for unconditional in ("arch.cuh", "experts.cuh", "nvfp4.cu"):
+    for unconditional in ("arch.cuh", "output.cuh", "experts.cuh", "nvfp4.cu"):
         edit(csrc_copy / unconditional, '#include "launch_params.cuh"\n', "")
+    with pytest.raises(SourceError, match="first included under other conditionals"):
+        translation_unit(csrc_copy)
+
+
+def test_a_condition_is_known_by_its_text_in_every_file(csrc_copy):
+    """csrc/arch.cuh and csrc/arch_tiles.cuh both open `#if NVFP4_ARCH == 90` over the same headers:
+    one condition, so the bundle takes them; the same test written otherwise in one of them is
+    another condition to the bundle, which refuses it."""
+    assert '#line 1 "csrc/sm90/tiles.cuh"' in translation_unit(csrc_copy)
+    edit(csrc_copy / "arch_tiles.cuh", "#if NVFP4_ARCH == 90\n", "#if NVFP4_ARCH + 0 == 90\n")
     with pytest.raises(SourceError, match="first included under other conditionals"):
         translation_unit(csrc_copy)
 
