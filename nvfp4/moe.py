@@ -26,7 +26,6 @@ from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocke
 
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
-_data_ptr = torch.Tensor.data_ptr
 
 
 def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
@@ -217,6 +216,11 @@ def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelP
     return kernel
 
 
+def _operands(a, b, out, sfa, sfb) -> dict:
+    """The descriptor fields both forms fill alike: the operands' and the output's addresses."""
+    return {"a": a.data_ptr(), "b": b.data_ptr(), "c": out.data_ptr(), "sfa": sfa.data_ptr(), "sfb": sfb.data_ptr()}
+
+
 def _launch(kernel: KernelPath, desc: ExpertDesc, out: torch.Tensor, alpha: torch.Tensor | None) -> None:
     """The MoE GEMM of desc (its tensors' fields set) on the caller's current queue."""
     device = out.device
@@ -246,14 +250,9 @@ def masked_into(
     if kernel is None:
         masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
         return
-    a_ptr, sfa_ptr, b_ptr, sfb_ptr, masked_ptr, out_ptr = map(_data_ptr, (a, sfa, b, sfb, masked_m, out))
     desc = ExpertDesc(
-        a=a_ptr,
-        b=b_ptr,
-        c=out_ptr,
-        sfa=sfa_ptr,
-        sfb=sfb_ptr,
-        masked_m=masked_ptr,
+        **_operands(a, b, out, sfa, sfb),
+        masked_m=masked_m.data_ptr(),
         experts=experts,
         total_rows=experts * max_m,
         rows_per_expert=max_m,
@@ -281,15 +280,10 @@ def offsets_into(
     if kernel is None:
         offsets_portable(*tensors, alpha)
         return
-    a_ptr, sfa_ptr, b_ptr, sfb_ptr, offsets_ptr, sf_offsets_ptr, out_ptr = map(_data_ptr, tensors)
     desc = ExpertDesc(
-        a=a_ptr,
-        b=b_ptr,
-        c=out_ptr,
-        sfa=sfa_ptr,
-        sfb=sfb_ptr,
-        offsets=offsets_ptr,
-        sf_offsets=sf_offsets_ptr,
+        **_operands(a, b, out, sfa, sfb),
+        offsets=expert_offsets.data_ptr(),
+        sf_offsets=sf_offsets.data_ptr(),
         experts=experts,
         total_rows=total,
         sf_rows=sf_rows,
