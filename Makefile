@@ -57,7 +57,7 @@ compare: deps  ## A=one.py B=other.py: both timed on the same inputs, alternatin
 official: deps  ## REF=path/to/reference-kernels: the leaderboard's own eval on our files (MODE=test|benchmark|leaderboard)
 	$(PYTHON) -m tools.official --ref "$(REF)" --mode $(MODE) --submission $(SUBMISSION)
 
-bundle:  ## write csrc/ (and the generated wgmma code) into submission.py
+bundle:  ## write the generated headers (wgmma, the boundary) and csrc/ into submission.py
 	$(PYTHON) -m tools.bundle
 
 check-bundle:  ## fail when submission.py is not what csrc/ produces

@@ -4926,12 +4926,16 @@ def parse(prototype: str) -> tuple[str, str, list[str]]:
 def bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     """lib with every entry point's ctypes signature; RuntimeError when its descriptors' layout is not
     this table's."""
-    for prototype in ENTRY_POINTS:
-        returns, name, types = parse(prototype)
-        if name in OPTIONAL and not hasattr(lib, name):
-            continue
-        function = getattr(lib, name)
-        function.restype, function.argtypes = ctype_of(returns), [ctype_of(t) for t in types]
+    entries = [parse(prototype) for prototype in ENTRY_POINTS]
+    missing = [name for _, name, _ in entries if name not in OPTIONAL and not hasattr(lib, name)]
+    if missing:
+        raise RuntimeError(
+            f"the CUDA library lacks entry points nvfp4/boundary.py declares (a build of other sources?): {', '.join(missing)}"
+        )
+    for returns, name, types in entries:
+        if hasattr(lib, name):
+            function = getattr(lib, name)
+            function.restype, function.argtypes = ctype_of(returns), [ctype_of(t) for t in types]
     check_layout(lib)
     return lib
 

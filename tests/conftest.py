@@ -88,16 +88,20 @@ def pytest_unconfigure(config):
 
 
 def _mark_quick(items) -> None:
-    """Marks QUICK's tests quick; a usage error for an entry that names no test of a file collected
-    (a renamed test would otherwise leave the smoke set silently)."""
-    matched = set()
+    """Marks QUICK's tests quick; a usage error for an entry whose test function its file, when
+    collected, does not define (a renamed test would otherwise leave the smoke set silently)."""
+    modules = {}
     for item in items:
         nodeid = item.nodeid.removeprefix("tests/")
+        modules[nodeid.split("::")[0]] = getattr(item, "module", None)
         for entry in QUICK:
             if nodeid.startswith(entry):
                 item.add_marker(quick)
-                matched.add(entry)
-    files = {item.nodeid.removeprefix("tests/").split("::")[0] for item in items}
-    stale = [entry for entry in QUICK if entry not in matched and entry.split("::")[0] in files]
+    stale = []
+    for entry in QUICK:
+        path, name = entry.split("::")
+        module = modules.get(path)
+        if module is not None and not callable(getattr(module, name.split("[")[0], None)):
+            stale.append(entry)
     if stale:
-        raise pytest.UsageError(f"conftest.QUICK names no collected test: {', '.join(stale)}")
+        raise pytest.UsageError(f"conftest.QUICK names no test function: {', '.join(stale)}")

@@ -8,7 +8,7 @@ from tools.nvcc_build import revision_sources, source_tree, sources
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "bench.kernels_ab", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "bench.kernels_ab", *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
 def test_a_kernel_without_a_name_or_a_name_twice_is_refused():

@@ -3,6 +3,7 @@
 import sys
 
 from bench.regimes import floor_us, regime_cases
+from conftest import ROOT
 from harness.floors import KNOWN_GPUS, case_flop
 
 BYTES_PER_S, FLOP_PER_S = KNOWN_GPUS["H200"].bytes_per_s, KNOWN_GPUS["H200"].flop_per_s
@@ -37,7 +38,7 @@ def test_an_unknown_regime_is_refused_before_anything_is_timed():
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.regimes", "--regimes", "many rows,decode"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "bench.regimes", "--regimes", "many rows,decode"], capture_output=True, text=True, timeout=120, cwd=ROOT
     )
     assert proc.returncode == 2 and "not one of" in proc.stderr and "'decode'" in proc.stderr
 

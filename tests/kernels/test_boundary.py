@@ -81,3 +81,12 @@ def test_a_field_only_one_side_has_is_refused(tmp_path):
         "QuantizeDesc is 112 bytes in the library, 120 here",
         "QuantizeDesc.experts is missing in the library, at byte 112 here",
     ]
+
+
+@needs_gxx
+def test_a_library_without_an_entry_point_of_the_table_is_refused_naming_it(tmp_path):
+    """A build of other sources (one lacking entry points the table declares) is refused before
+    anything is bound, naming what it lacks."""
+    lib = c_side(tmp_path, boundary.DESCRIPTORS)  # the layout report alone
+    with pytest.raises(RuntimeError, match="lacks entry points nvfp4/boundary.py declares .*: nvfp4_workspace_bytes, nvfp4_plan_create,"):
+        boundary.bind(lib)
