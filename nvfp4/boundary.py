@@ -103,9 +103,16 @@ ENTRY_POINTS = (
 )
 OPTIONAL = frozenset({"nvfp4_read_timeline"})  # in bench/timeline.py's build only
 
-STRUCTS = {
-    name: type(name, (ctypes.Structure,), {"_fields_": [(f, ctypes.c_int64) for f, _ in fields]}) for name, fields in DESCRIPTORS.items()
-}
+
+def structs_of(descriptors: dict) -> dict:
+    """The ctypes structure of each descriptor of a table: int64 fields in the table's order."""
+    return {
+        name: type(name, (ctypes.Structure,), {"_fields_": [(f, ctypes.c_int64) for f, _ in fields]})
+        for name, fields in descriptors.items()
+    }
+
+
+STRUCTS = structs_of(DESCRIPTORS)
 GroupDesc, ExpertDesc, QuantizeDesc = STRUCTS["GroupDesc"], STRUCTS["ExpertDesc"], STRUCTS["QuantizeDesc"]
 _SCALARS = {
     "void": None,

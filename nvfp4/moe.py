@@ -216,17 +216,46 @@ def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelP
     return kernel
 
 
-def _operands(a, b, out, sfa, sfb) -> dict:
-    """The descriptor fields both forms fill alike: the operands' and the output's addresses."""
-    return {"a": a.data_ptr(), "b": b.data_ptr(), "c": out.data_ptr(), "sfa": sfa.data_ptr(), "sfb": sfb.data_ptr()}
-
-
-def _launch(kernel: KernelPath, desc: ExpertDesc, out: torch.Tensor, alpha: torch.Tensor | None) -> None:
-    """The MoE GEMM of desc (its tensors' fields set) on the caller's current queue."""
+def _launch(
+    kernel: KernelPath,
+    a,
+    b,
+    sfa,
+    sfb,
+    out,
+    alpha,
+    experts,
+    total_rows,
+    sf_rows,
+    n,
+    k,
+    masked_m=None,
+    offsets=None,
+    sf_offsets=None,
+    rows_per_expert=0,
+) -> None:
+    """The MoE GEMM on the caller's current queue: the masked form given masked_m and rows_per_expert,
+    the offset form given offsets and sf_offsets (their descriptor built once, in one place)."""
     device = out.device
-    if alpha is not None:
-        desc.alpha, desc.alpha_stride = alpha.data_ptr(), int(alpha.dim() == 2)
-    desc.out_bf16 = int(out.dtype == torch.bfloat16)
+    desc = ExpertDesc(
+        a=a.data_ptr(),
+        b=b.data_ptr(),
+        c=out.data_ptr(),
+        sfa=sfa.data_ptr(),
+        sfb=sfb.data_ptr(),
+        masked_m=0 if masked_m is None else masked_m.data_ptr(),
+        offsets=0 if offsets is None else offsets.data_ptr(),
+        sf_offsets=0 if sf_offsets is None else sf_offsets.data_ptr(),
+        experts=experts,
+        total_rows=total_rows,
+        rows_per_expert=rows_per_expert,
+        sf_rows=sf_rows,
+        n=n,
+        k=k,
+        alpha=0 if alpha is None else alpha.data_ptr(),
+        alpha_stride=int(alpha is not None and alpha.dim() == 2),
+        out_bf16=int(out.dtype == torch.bfloat16),
+    )
     nbytes = kernel.lib.nvfp4_experts_workspace_bytes(desc)
     queue = current_queue(device.index)
     err = ctypes.create_string_buffer(512)
@@ -250,17 +279,8 @@ def masked_into(
     if kernel is None:
         masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
         return
-    desc = ExpertDesc(
-        **_operands(a, b, out, sfa, sfb),
-        masked_m=masked_m.data_ptr(),
-        experts=experts,
-        total_rows=experts * max_m,
-        rows_per_expert=max_m,
-        sf_rows=experts * ((max_m + 127) // 128 * 128),
-        n=n,
-        k=k,
-    )
-    _launch(kernel, desc, out, alpha)
+    sf_rows = experts * ((max_m + 127) // 128 * 128)
+    _launch(kernel, a, b, sfa, sfb, out, alpha, experts, experts * max_m, sf_rows, n, k, masked_m=masked_m, rows_per_expert=max_m)
 
 
 def offsets_into(
@@ -280,14 +300,4 @@ def offsets_into(
     if kernel is None:
         offsets_portable(*tensors, alpha)
         return
-    desc = ExpertDesc(
-        **_operands(a, b, out, sfa, sfb),
-        offsets=expert_offsets.data_ptr(),
-        sf_offsets=sf_offsets.data_ptr(),
-        experts=experts,
-        total_rows=total,
-        sf_rows=sf_rows,
-        n=n,
-        k=k,
-    )
-    _launch(kernel, desc, out, alpha)
+    _launch(kernel, a, b, sfa, sfb, out, alpha, experts, total, sf_rows, n, k, offsets=expert_offsets, sf_offsets=sf_offsets)

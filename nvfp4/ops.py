@@ -35,19 +35,20 @@ def _call(a, b, sfa, sfb, out) -> tuple[list, list]:
         raise ValueError(
             f"nvfp4.grouped_gemm: a, b, sfa, sfb and out need one tensor per group: {len(a)}, {len(b)}, {len(sfa)}, {len(sfb)}, {len(out)}"
         )
-    tensors = [*chain.from_iterable(zip(a, b, out)), *chain.from_iterable(zip(sfa, sfb))]
     # Sizes by maps over the groups (C-level loops: a per-group Python loop cost half the host time
-    # of an eager call with 61 groups); any group that is not a pair of 2-D tensors takes the loop
-    # below, which says which.
-    if all(map(isinstance, chain(a, b), repeat(torch.Tensor))):
-        a_shapes, b_shapes = list(map(_shape_of, a)), list(map(_shape_of, b))
-        if {*map(len, a_shapes), *map(len, b_shapes)} == {2}:
-            rows, k_half = zip(*a_shapes)
-            return tensors, list(zip(rows, map(_first, b_shapes), map(mul, k_half, repeat(2)), repeat(1)))
-    for g, (x, y) in enumerate(zip(a, b)):
-        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() == 2 and y.dim() == 2):
-            raise ValueError(f"nvfp4 grouped gemm, group {g}: a and b must be 2-D tensors, [M, K/2] and [N, K/2]")
-    raise AssertionError("unreachable: every group is a pair of 2-D tensors")
+    # of an eager call with 61 groups); a group that is not a pair of 2-D tensors is named.
+    pairs = all(map(isinstance, chain(a, b), repeat(torch.Tensor)))
+    a_shapes, b_shapes = (list(map(_shape_of, a)), list(map(_shape_of, b))) if pairs else ((), ())
+    if not pairs or {*map(len, a_shapes), *map(len, b_shapes)} != {2}:
+        bad = next(
+            g
+            for g, (x, y) in enumerate(zip(a, b))
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() == y.dim() == 2)
+        )
+        raise ValueError(f"nvfp4 grouped gemm, group {bad}: a and b must be 2-D tensors, [M, K/2] and [N, K/2]")
+    rows, k_half = zip(*a_shapes)
+    sizes = list(zip(rows, map(_first, b_shapes), map(mul, k_half, repeat(2)), repeat(1)))
+    return [*chain.from_iterable(zip(a, b, out)), *chain.from_iterable(zip(sfa, sfb))], sizes
 
 
 def _out_dtype(out_dtype, what: str) -> torch.dtype:

@@ -65,9 +65,8 @@ def test_a_field_moved_in_the_c_side_only_is_refused_naming_it(tmp_path):
 def test_a_field_moved_in_the_python_side_only_is_refused_naming_it(tmp_path, monkeypatch):
     lib = c_side(tmp_path, boundary.DESCRIPTORS)
     moved = swapped(boundary.DESCRIPTORS, "GroupDesc", "sfa", "c")
-    structs = {n: type(n, (ctypes.Structure,), {"_fields_": [(f, ctypes.c_int64) for f, _ in fields]}) for n, fields in moved.items()}
     monkeypatch.setattr(boundary, "DESCRIPTORS", moved)
-    monkeypatch.setattr(boundary, "STRUCTS", structs)
+    monkeypatch.setattr(boundary, "STRUCTS", boundary.structs_of(moved))
     assert boundary.layout_differences(lib) == [
         "GroupDesc.sfa lies at byte 24 in the library, at byte 16 here",
         "GroupDesc.c lies at byte 16 in the library, at byte 24 here",
