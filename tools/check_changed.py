@@ -33,6 +33,7 @@ ROUTES = [
             "tests/library/test_moe.py",
             "tests/library/test_self_check.py",
             "tests/kernels/test_tcgen05_emulation.py",
+            "tests/kernels/test_planted_kernel_bugs.py",
             "tests/house/test_front_door.py",
         ),
     ),

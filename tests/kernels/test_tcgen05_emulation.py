@@ -20,6 +20,7 @@ import pytest
 import torch
 from numpy_reference import assert_matches_exact, e2m1_to_float, e4m3_to_float
 from plan_launches import launches
+from planted_kernel_bugs import BROKEN, PLANTED
 
 from conftest import ROOT, child_env, requires_cuda
 from harness.runners import clone_data
@@ -320,25 +321,6 @@ def test_sixty_four_groups(path, seed):
 
 
 # ----------------------------------------------------------------------------- it catches layout bugs
-BROKEN = {
-    "A/B descriptors without the 128-byte swizzle": ("| 1ull << 46 | 2ull << 61;", "| 1ull << 46 | 0ull << 61;"),
-    "scale columns of the next 32 rows": (
-        "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4,",
-        "instr_desc(piece_n<kShape>(tc, p), 128 * kGroup), tmem + Tmem::kSfM + k * 4 + 1,",
-    ),
-    # The swapped tiles' own parts: the N side's second piece, and the epilogue's transpose.
-    "swapped: the second N piece reads the first piece's A rows": ("desc_ab(n_tile + p * 128 * 128 + k * 32)", "desc_ab(n_tile + k * 32)"),
-    "swapped: the staging written untransposed": (
-        "rows[j * 32 + lane] = __float2half_rn(v[j]);",
-        "rows[lane * 32 + j] = __float2half_rn(v[j]);",
-    ),
-    # The pair's split: the odd CTA loading the even one's half of A, or of B.
-    "pair: both CTAs load the first half of the A rows": ("a_row = tc.off_m + int(rank) * S::kCtaRowsA", "a_row = tc.off_m"),
-    "pair: both CTAs load the first half of the B rows": (
-        "(t.n_block * S::kCtaGroup + int(rank)) * S::kRowsB",
-        "(t.n_block * S::kCtaGroup) * S::kRowsB",
-    ),
-}
 BROKEN_SHAPE = {"swapped": TILES_SWAPPED, "pair": TILES_PAIR}
 
 
@@ -355,33 +337,6 @@ def test_a_deliberately_broken_layout_fails(bug):
 
 
 # ----------------------------------------------------------------------------- it catches synchronization bugs
-EPILOGUE_WAIT = "    mbar_wait_or_trap<S::kIsPair>(bars.mainloop(buffer), mainloop_phase);\n"
-RELEASE = "      commit<kShape>(bars.mma(stage));  // frees the stage once these MMAs have read it\n"
-STAGE_LOADED = "      mbar_wait_or_trap<S::kIsPair>(bars.tma(stage), tma_phase);\n      tcgen05_fence_after_sync();\n"
-PLANTED = {  # edits, CTAs (2: the persistent variant; 148: one tile each), problem (m, n, k), the detector's message
-    # (for a read of the accumulator: "... nothing has written ..." or "... a queued operation has not yet written ...",
-    # whichever the MMA's issue order makes it)
-    "the epilogue reads the accumulator without waiting for its commit": (
-        [(EPILOGUE_WAIT, "")],
-        2,
-        ((256, 128), (256, 128), (512, 256)),
-        "tcgen05.ld of TMEM columns",
-    ),
-    "the producer reuses a stage before the MMAs read it (the release committed before them)": (
-        [(RELEASE, ""), (STAGE_LOADED, STAGE_LOADED + RELEASE)],
-        2,
-        ((128,), (256,), (2048,)),
-        "TMA load into shared memory a pending operation still reads",
-    ),
-    "the single-tile kernel without its completion wait (a fresh barrier's previous phase)": (
-        [("  uint32_t mainloop_phase = 0;\n", "  uint32_t mainloop_phase = kPersistent ? 0 : 1;\n")],
-        148,
-        ((128, 64), (256, 128), (512, 256)),
-        "tcgen05.ld of TMEM columns",
-    ),
-}
-
-
 @pytest.mark.parametrize("bug", list(PLANTED))
 def test_a_planted_synchronization_bug_traps_with_the_detectors_message(bug):
     edits, ctas, (m, n, k), message = PLANTED[bug]
