@@ -4170,8 +4170,9 @@ struct ExpertProblem {
 inline int expert_rows_bound(const ExpertProblem& p) { return p.masked_m ? p.rows_per_expert : p.total_rows; }
 // The wgmma N (/ 8) the MoE GEMM is built for, from the most rows an expert can have, or 0 for the
 // kernel choosing each tile's N. Built for one N, the K loop skips that choice (as the list form's
-// fixed_wgmma_n8) but runs every tile at the bound's N: taken when, by the tile costs, that N costs
-// no more than an expert of half the bound at its own N would.
+// fixed_wgmma_n8) but runs every tile at the bound's N: taken when, by the tile costs, that N with
+// its K loop 1/16 cheaper (as the list form weighs it) costs no more than an expert of half the
+// bound at its own N would.
 inline int expert_fixed_n8(int most_rows, int k, int shape) {
   if (most_rows > Arch::geometry(shape).a_rows) return 0;
   const int n8 = Arch::fixed_n8_at_least((std::max(most_rows, 1) + 7) / 8, shape);

@@ -26,6 +26,7 @@ from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocke
 
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
+MAX_EXPERTS = 1024  # the kernels' bound (kMaxExperts in csrc/experts.cuh: one schedule thread an expert)
 
 
 def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
@@ -200,11 +201,13 @@ def offsets_portable(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha=None
     out.copy_(result)
 
 
-def _kernel_takes(kernel: KernelPath | None, tensors, n: int, k: int) -> KernelPath | None:
+def _kernel_takes(kernel: KernelPath | None, tensors, experts: int, n: int, k: int) -> KernelPath | None:
     if kernel is None:
         return None
     reason = None
-    if n % 8:
+    if experts > MAX_EXPERTS:
+        reason = f"E={experts} is more experts than the kernels' {MAX_EXPERTS}"
+    elif n % 8:
         reason = f"N={n} is not a multiple of 8"
     elif k % kernel.k_multiple:
         reason = f"K={k} is not a multiple of {kernel.k_multiple}"
@@ -275,7 +278,7 @@ def masked_into(
 ) -> None:
     """The masked form into out: the kernel of the tensors' device, or the portable path."""
     experts, max_m, n, k = masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
-    kernel = _kernel_takes(kernel_for(a), (a, sfa, b, sfb, masked_m, out), n, k)
+    kernel = _kernel_takes(kernel_for(a), (a, sfa, b, sfb, masked_m, out), experts, n, k)
     if kernel is None:
         masked_portable(a, sfa, b, sfb, masked_m, out, alpha)
         return
@@ -296,7 +299,7 @@ def offsets_into(
     """The offset form into out: the kernel of the tensors' device, or the portable path."""
     tensors = (a, sfa, b, sfb, expert_offsets, sf_offsets, out)
     experts, total, sf_rows, n, k = offsets_problem(*tensors, alpha)
-    kernel = _kernel_takes(kernel_for(a), tensors, n, k)
+    kernel = _kernel_takes(kernel_for(a), tensors, experts, n, k)
     if kernel is None:
         offsets_portable(*tensors, alpha)
         return

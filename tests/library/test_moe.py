@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import nvfp4
-from conftest import requires_cuda
+from conftest import ROOT, requires_cuda
 from nvfp4.build import kernel_target
+from nvfp4.moe import MAX_EXPERTS
 from nvfp4.quantize import quantize_portable
 from nvfp4.self_check import exact_products, first_mismatch
 
@@ -203,6 +204,22 @@ def test_every_flawed_masked_argument_is_refused_or_computed_exactly_elsewhere(n
     if DEVICE.type == "cuda":
         assert any("portable path" in str(w.message) for w in caught), f"no warning for {name} {flaw}"
     assert_masked_exact(out, args["a"], args["sfa"], args["b"], args["sfb"], args["masked_m"])
+
+
+def test_more_experts_than_the_kernels_take_warn_and_are_computed_exactly_elsewhere():
+    """E one past the kernels' bound: on a GPU a warning naming E and the portable path (the kernel's
+    own check would refuse it), exact on any device."""
+    a, sfa, b, sfb, counts = moe_operands(MAX_EXPERTS + 1, 2, 8, 64, seed=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=poisoned(MAX_EXPERTS + 1, 2, 8))
+    if DEVICE.type == "cuda":
+        assert any(f"E={MAX_EXPERTS + 1} is more experts" in str(w.message) for w in caught)
+    assert_masked_exact(out, a, sfa, b, sfb, counts)
+
+
+def test_the_python_bound_on_experts_is_the_kernels():
+    assert f"constexpr int kMaxExperts = {MAX_EXPERTS};" in (ROOT / "csrc" / "experts.cuh").read_text()
 
 
 def test_the_moe_ops_have_fake_implementations():
