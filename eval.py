@@ -378,18 +378,20 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
 # ----------------------------------------------------------------------------- entry point
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if argv and argv[0] == "compare":
+    compare = bool(argv) and argv[0] == "compare"
+    if compare:
         parser.add_argument("mode", choices=("compare",))
         parser.add_argument("a", help="submission A")
         parser.add_argument("b", help="submission B")
     else:
         parser.add_argument("mode", choices=MODES + ("compare",))
     parser.add_argument("spec", help="spec file, or task.yml")
-    parser.add_argument("--submission", default=str(HERE / "submission.py"), help="file defining custom_kernel")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one case may take (default 900)")
-    parser.add_argument(
-        "--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16"
-    )
+    if not compare:  # compare names its two files and has no strict mode
+        parser.add_argument("--submission", default=str(HERE / "submission.py"), help="file defining custom_kernel")
+        parser.add_argument(
+            "--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16"
+        )
     return parser.parse_args(argv)
 
 

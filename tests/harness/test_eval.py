@@ -169,6 +169,13 @@ def test_bad_arguments_exit_2(tmp_path):
     assert proc.returncode == 2
 
 
+@pytest.mark.parametrize("option", [("--strict",), ("--submission", "submission.py")])
+def test_compare_refuses_the_options_it_has_no_use_for(tmp_path, option):
+    """compare names its two files and times them one way: --submission or --strict would be ignored."""
+    proc, _ = run_eval(tmp_path, "compare", TINY, extra=(str(ROOT / "reference.py"), str(ROOT / "template.py"), *option))
+    assert proc.returncode == 2 and f"unrecognized arguments: {option[0]}" in proc.stderr
+
+
 def test_sizes_outside_the_contract_are_a_spec_error_before_any_submission_runs(tmp_path):
     never = write_submission(tmp_path, "raise SystemExit('imported')\n")
     proc, lines = run_eval(tmp_path, "test", "m: [64, 8]; n: [128, 128]; k: [100, 200]; g: 2; seed: 5\n", submission=never)
