@@ -86,10 +86,10 @@ def matrix(t: torch.Tensor) -> torch.Tensor:
 def reordered_from_plain(plain: torch.Tensor) -> torch.Tensor:
     """Scales [rows, K/16] (E4M3, K/16 a multiple of 4) in the reordered layout: a view of packed
     memory, rows padded to a multiple of 128 with zeros."""
-    if not isinstance(plain, torch.Tensor) or plain.dim() != 2 or plain.shape[1] % 4:
+    if not isinstance(plain, torch.Tensor) or plain.dim() != 2 or plain.shape[1] % 4 or plain.element_size() != 1:
         raise ValueError(
-            f"nvfp4.reorder_scales: plain scales must be [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
-            f"got {tuple(getattr(plain, 'shape', ()))}"
+            f"nvfp4.reorder_scales: plain scales must be E4M3 [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
+            f"got {getattr(plain, 'dtype', type(plain).__name__)} {tuple(getattr(plain, 'shape', ()))}"
         )
     rows, cols = plain.shape
     row_blocks = -(-rows // 128)

@@ -61,6 +61,11 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
         )
     if activation not in ACTIVATIONS:
         raise ValueError(f"nvfp4.fused_moe: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if x.requires_grad and torch.is_grad_enabled():  # the GEMMs have no backward: x's gradient would be dropped unsaid
+        raise ValueError(
+            "nvfp4.fused_moe is for inference: x requires grad, and the layer computes no gradient for it "
+            "(call it under torch.no_grad() or torch.inference_mode(), or pass x.detach())"
+        )
 
 
 def routed_outputs(x: torch.Tensor, rows: int, sf_rows: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -22,7 +22,7 @@ from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
 from .layout import OUT_DTYPES
 from .portable import dequantize
-from .quantize import blocked_from_plain, blocked_scale_shape, plain_from_blocked
+from .quantize import blocked_from_plain, blocked_scale_shape, check_scale_bytes, plain_from_blocked
 
 FP4 = (torch.float4_e2m1fn_x2, torch.uint8)
 SCALE = (torch.float8_e4m3fn, torch.uint8)
@@ -39,6 +39,11 @@ def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
     return path if isinstance(path, KernelPath) else None
 
 
+def described(t) -> str:
+    """A tensor's shape, or what was passed instead of a tensor (for error messages)."""
+    return str(tuple(t.shape)) if isinstance(t, torch.Tensor) else f"a {type(t).__name__}, not a tensor"
+
+
 def check_tensor(name: str, t, dtypes, shape, device=None) -> None:
     """ValueError naming `name` unless t is a tensor of one of dtypes, of the shape (and on device)."""
     if not isinstance(t, torch.Tensor):
@@ -53,7 +58,7 @@ def check_tensor(name: str, t, dtypes, shape, device=None) -> None:
 
 def _check_experts(what: str, a, b, sfb):
     if not isinstance(b, torch.Tensor) or b.dim() != 3:
-        raise ValueError(f"nvfp4.{what}: b must be [E, N, K/2], got {tuple(getattr(b, 'shape', ()))}")
+        raise ValueError(f"nvfp4.{what}: b must be [E, N, K/2], got {described(b)}")
     experts, n, half_k = b.shape
     k = 2 * half_k
     if not experts or not n or k <= 0 or k % 64:
@@ -78,7 +83,7 @@ def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
 def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int, int, int, int]:
     """(E, max_m, N, K) of a masked call; ValueError naming what is wrong."""
     if not isinstance(a, torch.Tensor) or a.dim() != 3:
-        raise ValueError(f"nvfp4.grouped_gemm_masked: a must be [E, max_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
+        raise ValueError(f"nvfp4.grouped_gemm_masked: a must be [E, max_m, K/2], got {described(a)}")
     experts, n, k = _check_experts("grouped_gemm_masked", a, b, sfb)
     max_m = a.shape[1]
     check_tensor("nvfp4.grouped_gemm_masked: a", a, FP4, (experts, max_m, k // 2))
@@ -93,13 +98,15 @@ def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int,
 def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=None) -> tuple[int, int, int, int, int]:
     """(E, total_m, scale rows of sfa, N, K) of an offset call; ValueError naming what is wrong."""
     if not isinstance(a, torch.Tensor) or a.dim() != 2:
-        raise ValueError(f"nvfp4.grouped_gemm_offsets: a must be [total_m, K/2], got {tuple(getattr(a, 'shape', ()))}")
+        raise ValueError(f"nvfp4.grouped_gemm_offsets: a must be [total_m, K/2], got {described(a)}")
     experts, n, k = _check_experts("grouped_gemm_offsets", a, b, sfb)
     total = a.shape[0]
     check_tensor("nvfp4.grouped_gemm_offsets: a", a, FP4, (total, k // 2))
     if not isinstance(sfa, torch.Tensor) or sfa.dim() != 5:
-        raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa must be [sf_rows/128, K/64, 32, 4, 4], got {tuple(getattr(sfa, 'shape', ()))}")
+        raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa must be [sf_rows/128, K/64, 32, 4, 4], got {described(sfa)}")
     check_tensor("nvfp4.grouped_gemm_offsets: sfa", sfa, SCALE, (sfa.shape[0], k // 64, 32, 4, 4), a.device)
+    if total and not sfa.shape[0]:
+        raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa holds no 128-row block of scales for a's {total} rows (sf_rows_capacity)")
     check_tensor("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
     check_tensor("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
     if out is not None:
@@ -112,6 +119,8 @@ def offset_layout(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(expert_offsets [E + 1], sf_offsets [E]) int32 for experts of counts[e] rows placed one after
     another: A and out rows offsets[e] .. offsets[e + 1], scale rows from sf_offsets[e], each
     expert's scale rows padded to 128. Computed where counts are, without a host sync."""
+    if not isinstance(counts, torch.Tensor) or counts.dim() != 1 or counts.is_floating_point() or counts.is_complex():
+        raise ValueError(f"nvfp4.offset_layout: counts must be an integer tensor [E], got {described(counts)}")
     counts = counts.to(torch.int32).clamp(min=0)
     zero = counts.new_zeros(1)
     offsets = torch.cat((zero, counts.cumsum(0, dtype=torch.int32)))
@@ -148,7 +157,16 @@ def expert_of_rows(expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, total
 def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets: torch.Tensor, sf_rows: int) -> torch.Tensor:
     """sfa of the offset form from the scales of A's rows in order, plain [total_m, K/16] (E4M3;
     plain_from_blocked() gives them from quantize()'s): row r of expert e goes to scale row
-    sf_offsets[e] + r - expert_offsets[e]; [sf_rows/128, K/64, 32, 4, 4], zeros elsewhere. No host sync."""
+    sf_offsets[e] + r - expert_offsets[e]; [sf_rows/128, K/64, 32, 4, 4], zeros elsewhere. No host sync,
+    so the offsets are not checked against plain's rows: rows past them have zero scales."""
+    check_scale_bytes("offset_scales", plain, "[total_m, K/16] with K a multiple of 64", 2)
+    if plain.dim() != 2 or plain.shape[1] % 4:
+        raise ValueError(f"nvfp4.offset_scales: plain must be [total_m, K/16] with K a multiple of 64, got {tuple(plain.shape)}")
+    experts = sf_offsets.shape[0] if isinstance(sf_offsets, torch.Tensor) and sf_offsets.dim() == 1 else -1
+    check_tensor("nvfp4.offset_scales: sf_offsets", sf_offsets, (torch.int32,), (max(experts, 0),), plain.device)
+    check_tensor("nvfp4.offset_scales: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), plain.device)
+    if sf_rows < 0 or sf_rows % 128:
+        raise ValueError(f"nvfp4.offset_scales: sf_rows must be a multiple of 128 (sf_rows_capacity), got {sf_rows!r}")
     total, cols = plain.shape
     expert, sf_row = expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
     placed = plain.new_zeros((sf_rows + 1, cols), dtype=torch.uint8)  # the last row takes the rows of no expert

@@ -29,8 +29,19 @@ def blocked_scale_shape(rows: int, k: int) -> tuple:
     return (-(-rows // 128), k // 64, 32, 4, 4)
 
 
+def check_scale_bytes(what: str, t, shape_text: str, dims_at_least: int) -> None:
+    """ValueError naming `what` unless t is a tensor of one-byte scales (E4M3 or their uint8 bytes)
+    with at least dims_at_least dimensions."""
+    if not isinstance(t, torch.Tensor) or t.dim() < dims_at_least or t.dtype not in (torch.float8_e4m3fn, torch.uint8):
+        got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else f"a {type(t).__name__}, not a tensor"
+        raise ValueError(f"nvfp4.{what}: scales must be E4M3 (or uint8 bytes) {shape_text}, got {got}")
+
+
 def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:
     """Plain scales [..., rows, K/16] (rows padded to 128 with zeros) in the blocked form."""
+    check_scale_bytes("blocked_from_plain", plain, "[..., rows, K/16] with K a multiple of 64", 2)
+    if plain.shape[-1] % 4:
+        raise ValueError(f"nvfp4.blocked_from_plain: K/16 must be a multiple of 4 (K of 64), got {tuple(plain.shape)}")
     *lead, rows, cols = plain.shape
     blocks = -(-rows // 128)
     padded = plain.new_zeros((*lead, blocks * 128, cols))
@@ -40,8 +51,16 @@ def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:
     )  # [.., R, 4, 32, K/64, 4] -> [.., R, K/64, 32, 4, 4]
 
 
+def check_blocked(what: str, blocked, rows: int) -> None:
+    """ValueError naming `what` unless blocked is [..., R, K/64, 32, 4, 4] scales holding `rows` rows."""
+    check_scale_bytes(what, blocked, "[..., R, K/64, 32, 4, 4]", 5)
+    if tuple(blocked.shape[-3:]) != (32, 4, 4) or not 0 <= rows <= blocked.shape[-5] * 128:
+        raise ValueError(f"nvfp4.{what}: {rows} rows of scales [..., R, K/64, 32, 4, 4] (R = ceil(rows/128)), got {tuple(blocked.shape)}")
+
+
 def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
     """Blocked scales [..., R, K/64, 32, 4, 4] as plain [..., rows, K/16]."""
+    check_blocked("plain_from_blocked", blocked, rows)
     *lead, blocks, k_blocks = blocked.shape[:-3]
     plain = blocked.transpose(-4, -2).reshape(*lead, blocks * 128, k_blocks * 4)
     return plain[..., :rows, :]
@@ -50,6 +69,9 @@ def plain_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
 def reordered_from_blocked(blocked: torch.Tensor, rows: int) -> torch.Tensor:
     """Blocked [R, K/64, 32, 4, 4] scales as the list form's reordered view [32, 4, ceil(rows/128),
     4, K/64, 1] of their first `rows` rows (no copy)."""
+    check_blocked("reordered_from_blocked", blocked, rows)
+    if blocked.dim() != 5:
+        raise ValueError(f"nvfp4.reordered_from_blocked: scales must be [R, K/64, 32, 4, 4], got {tuple(blocked.shape)}")
     return blocked[: -(-rows // 128)].permute(2, 3, 0, 4, 1).unsqueeze(-1)
 
 

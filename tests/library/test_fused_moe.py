@@ -126,6 +126,7 @@ def test_fp16_input_gives_fp16_output():
         (lambda a: {**a, "topk_weights": a["topk_weights"][:, :1]}, "topk_weights must be floating point"),
         (lambda a: {**a, "activation": "gelu"}, "activation must be one of"),
         (lambda a: {**a, "experts": "w13"}, "experts must be an nvfp4.Experts"),
+        (lambda a: {**a, "x": a["x"].clone().requires_grad_()}, "fused_moe is for inference: x requires grad"),
     ],
 )
 def test_bad_fused_moe_input_raises_a_clear_error(change, message):
@@ -133,6 +134,13 @@ def test_bad_fused_moe_input_raises_a_clear_error(change, message):
     args = change({"x": x, "topk_weights": weights, "topk_ids": ids, "experts": experts, "activation": "silu"})
     with pytest.raises(ValueError, match=message):
         nvfp4.fused_moe(**args)
+
+
+def test_x_that_requires_grad_runs_under_no_grad():
+    x, weights, ids, experts, _ = layer(4, 128, 64, 3, 2, seed=7)
+    with torch.no_grad():
+        y = nvfp4.fused_moe(x.clone().requires_grad_(), weights, ids, experts)
+    assert torch.equal(y, nvfp4.fused_moe(x, weights, ids, experts))
 
 
 def test_torch_compile_traces_fused_moe_in_one_graph():

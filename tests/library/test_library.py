@@ -118,6 +118,10 @@ def test_torch_compile_traces_the_op_with_no_graph_break():
         (lambda a, b, sfa, sfb: (a, [b[0][:, :64]] + b[1:], sfa, sfb), "group 0: b has shape"),
         (lambda a, b, sfa, sfb: (a, b, [sfa[0].view(torch.uint8)] + sfa[1:], sfb), "group 0: sfa has dtype torch.uint8"),
         (lambda a, b, sfa, sfb: (a[0], b, sfa, sfb), "a must be a list with one tensor per group, got Tensor"),
+        (lambda a, b, sfa, sfb: (a, None, sfa, sfb), "b must be a list with one tensor per group, got NoneType"),
+        (lambda a, b, sfa, sfb: (a, b, None, sfb), "sfa must be a list with one tensor per group, got NoneType"),
+        (lambda a, b, sfa, sfb: ([None] + a[1:], b, sfa, sfb), "group 0: a and b must be 2-D tensors"),
+        (lambda a, b, sfa, sfb: ([x.cpu().view(torch.uint8).numpy() for x in a], b, sfa, sfb), "group 0: a and b must be 2-D tensors"),
     ],
 )
 def test_bad_input_raises_a_clear_error(what, message):
@@ -126,8 +130,13 @@ def test_bad_input_raises_a_clear_error(what, message):
 
 
 def test_reorder_scales_refuses_k_that_is_not_a_multiple_of_64():
-    with pytest.raises(ValueError, match=r"K/16 a multiple of 4\), got \(5, 6\)"):
+    with pytest.raises(ValueError, match=r"K/16 a multiple of 4\), got torch.float8_e4m3fn \(5, 6\)"):
         nvfp4.reorder_scales(torch.zeros(5, 6).to(torch.float8_e4m3fn))
+
+
+def test_reorder_scales_refuses_scales_that_are_not_one_byte_each():
+    with pytest.raises(ValueError, match=r"must be E4M3 .* got torch.float32 \(5, 8\)"):
+        nvfp4.reorder_scales(torch.ones(5, 8))
 
 
 def test_reorder_scales_makes_the_leaderboards_layout():

@@ -164,6 +164,32 @@ def test_bad_moe_input_raises_a_clear_error(what, message):
         nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts, out=out)
 
 
+NOT_TENSORS = {"None": lambda t: None, "a numpy array": lambda t: t.cpu().view(torch.uint8).numpy(), "a list": lambda t: [t]}
+
+
+@pytest.mark.parametrize("form", ["masked", "offsets"])
+@pytest.mark.parametrize("name", ["a", "b"])
+@pytest.mark.parametrize("given", list(NOT_TENSORS))
+def test_an_argument_that_is_not_a_tensor_is_a_value_error_naming_it(form, name, given):
+    a, sfa, b, sfb, counts = moe_operands(2, 16, 64, 128, seed=3)
+    args = {"a": a, "b": b}
+    if form == "offsets":
+        args["a"], sfa, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+    args[name] = NOT_TENSORS[given](args[name])
+    type_name = type(args[name]).__name__
+    with pytest.raises(ValueError, match=f"nvfp4.grouped_gemm_{form}: {name} must be .* got a {type_name}, not a tensor"):
+        if form == "masked":
+            nvfp4.grouped_gemm_masked(args["a"], sfa, args["b"], sfb, counts)
+        else:
+            nvfp4.grouped_gemm_offsets(args["a"], sfa, args["b"], sfb, offsets, sf_offsets)
+
+
+@pytest.mark.parametrize("given", list(NOT_TENSORS))
+def test_quantize_of_something_that_is_not_a_tensor_is_a_value_error(given):
+    with pytest.raises(ValueError, match="nvfp4.quantize: x must be an fp16 or bf16 tensor"):
+        nvfp4.quantize(NOT_TENSORS[given](torch.ones(4, 64, dtype=torch.float16)))
+
+
 def misaligned(t: torch.Tensor) -> torch.Tensor:
     """A contiguous copy of t whose data starts 2 bytes past a 16-byte boundary."""
     raw = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device=t.device)[2:]
@@ -204,6 +230,49 @@ def test_every_flawed_masked_argument_is_refused_or_computed_exactly_elsewhere(n
     if DEVICE.type == "cuda":
         assert any("portable path" in str(w.message) for w in caught), f"no warning for {name} {flaw}"
     assert_masked_exact(out, args["a"], args["sfa"], args["b"], args["sfb"], args["masked_m"])
+
+
+SCALES = torch.randint(1, 0x7F, (200, 8), dtype=torch.uint8)
+COUNTS = torch.tensor([120, 0, 80], dtype=torch.int32)
+BAD_HELPER_CALLS = {
+    "blocked_from_plain of float32": (lambda: nvfp4.blocked_from_plain(SCALES.float()), "must be E4M3 .* got torch.float32"),
+    "blocked_from_plain of K/16 = 6": (lambda: nvfp4.blocked_from_plain(SCALES[:, :6]), "K/16 must be a multiple of 4"),
+    "blocked_from_plain of a list": (lambda: nvfp4.blocked_from_plain([SCALES]), "got a list, not a tensor"),
+    "plain_from_blocked of more rows than it holds": (
+        lambda: nvfp4.plain_from_blocked(nvfp4.blocked_from_plain(SCALES), 300),
+        "300 rows of scales",
+    ),
+    "plain_from_blocked of -1 rows": (lambda: nvfp4.plain_from_blocked(nvfp4.blocked_from_plain(SCALES), -1), "-1 rows of scales"),
+    "reordered_from_blocked of more rows than it holds": (
+        lambda: nvfp4.reordered_from_blocked(nvfp4.blocked_from_plain(SCALES), 1000),
+        "1000 rows of scales",
+    ),
+    "offset_layout of a list": (lambda: nvfp4.offset_layout([3, 4]), "counts must be an integer tensor"),
+    "offset_layout of float counts": (lambda: nvfp4.offset_layout(torch.tensor([1.7, 2.2])), "counts must be an integer tensor"),
+    "offset_scales of float32": (
+        lambda: nvfp4.offset_scales(SCALES.float(), *nvfp4.offset_layout(COUNTS), 512),
+        "must be E4M3 .* got torch.float32",
+    ),
+    "offset_scales with offsets of [E]": (
+        lambda: nvfp4.offset_scales(SCALES, nvfp4.offset_layout(COUNTS)[0][:-1], nvfp4.offset_layout(COUNTS)[1], 512),
+        "expert_offsets has shape",
+    ),
+    "offset_scales with sf_rows -1": (lambda: nvfp4.offset_scales(SCALES, *nvfp4.offset_layout(COUNTS), -1), "sf_rows must be"),
+}
+
+
+@pytest.mark.parametrize("call", list(BAD_HELPER_CALLS))
+def test_a_layout_helper_given_what_it_cannot_use_raises_a_value_error(call):
+    make, message = BAD_HELPER_CALLS[call]
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_offsets_with_rows_but_no_scale_blocks_is_a_value_error():
+    a, sfa, b, sfb, counts = moe_operands(2, 16, 64, 128, seed=3)
+    a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+    with pytest.raises(ValueError, match="sfa holds no 128-row block of scales"):
+        nvfp4.grouped_gemm_offsets(a_off, sfa_off[:0], b, sfb, offsets, sf_offsets)
 
 
 def test_more_experts_than_the_kernels_take_warn_and_are_computed_exactly_elsewhere():
