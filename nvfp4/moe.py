@@ -74,10 +74,13 @@ def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
     if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) not in ((experts,), (experts, n)):
         raise ValueError(
             f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got "
-            f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}"
+            + (f"{alpha.dtype} {tuple(alpha.shape)}" if isinstance(alpha, torch.Tensor) else described(alpha))
         )
     if alpha.device != device or not alpha.is_contiguous():
-        raise ValueError(f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {alpha.device}")
+        raise ValueError(
+            f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {alpha.device}"
+            + ("" if alpha.is_contiguous() else ", not contiguous")
+        )
 
 
 def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int, int, int, int]:

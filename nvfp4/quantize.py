@@ -162,7 +162,10 @@ def check_quantize_input(x, masked_m, global_scale=None) -> None:
                 f"{tuple(getattr(global_scale, 'shape', ()))} for x {tuple(x.shape)}"
             )
         if global_scale.device != x.device or not global_scale.is_contiguous():
-            raise ValueError(f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {global_scale.device}")
+            raise ValueError(
+                f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {global_scale.device}"
+                + ("" if global_scale.is_contiguous() else ", not contiguous")
+            )
 
 
 def new_quantize_outputs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -49,7 +49,7 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
         if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
             raise ValueError(
                 f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
-                f"{getattr(alpha, 'dtype', type(alpha).__name__)} {tuple(getattr(alpha, 'shape', ()))}"
+                + (f"{alpha.dtype} {tuple(alpha.shape)}" if isinstance(alpha, torch.Tensor) else f"a {type(alpha).__name__}, not a tensor")
             )
         if alpha.get_device() != device or not alpha.is_contiguous():
             raise ValueError(

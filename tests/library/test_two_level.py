@@ -116,6 +116,11 @@ def test_without_alpha_the_output_is_what_alpha_one_gives_bit_for_bit():
     [
         (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(3, device=DEVICE)), r"alpha must be float32 \[E\]"),
         (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(4, device=DEVICE, dtype=torch.float64)), "alpha must be float32"),
+        (lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(4).numpy()), "alpha must be float32 .* got a ndarray, not a tensor"),
+        (
+            lambda o: nvfp4.grouped_gemm_masked(*o[:5], alpha=torch.ones(64, 4, device=DEVICE).t()),
+            "alpha must be contiguous and on .* not contiguous",
+        ),
         (lambda o: nvfp4.grouped_gemm_masked(*o[:5], out_dtype=torch.float32), "out_dtype must be torch.float16 or torch.bfloat16"),
         (
             lambda o: nvfp4.grouped_gemm_masked(
