@@ -115,7 +115,15 @@ class Experts:
         projection: gate and up share the larger unless gate_up_share_scale is False), then
         quantize_weight with it as the global scale. The input scales (float32 [E]) are the
         activations' calibrated amax / (6 * 448), as a checkpoint holds them."""
+        for name, w, shape in (("w13", w13, "[E, 2F, H] (2F even)"), ("w2", w2, "[E, H, F]")):
+            if not isinstance(w, torch.Tensor) or w.dim() != 3 or w.dtype not in (torch.float16, torch.bfloat16):
+                got = f"{w.dtype} {tuple(w.shape)}" if isinstance(w, torch.Tensor) else f"a {type(w).__name__}, not a tensor"
+                raise ValueError(f"nvfp4.Experts.quantized: {name} must be fp16 or bf16 {shape}, got {got}")
         experts, two_f, _ = w13.shape
+        if two_f % 2 or tuple(w2.shape) != (experts, w13.shape[2], two_f // 2):
+            raise ValueError(
+                f"nvfp4.Experts.quantized: w13 [E, 2F, H] and w2 [E, H, F] must agree, got {tuple(w13.shape)} and {tuple(w2.shape)}"
+            )
         max_e4m3_e2m1 = 6.0 * 448.0
         halves = w13.reshape(experts, 2, two_f // 2, -1).abs().amax((2, 3)).float() / max_e4m3_e2m1  # [E, 2]
         w13_scale_2 = halves.amax(1, keepdim=True).expand(experts, 2).contiguous() if gate_up_share_scale else halves
@@ -130,6 +138,8 @@ class Experts:
 
     def to(self, device) -> "Experts":
         """The same experts on another device (a new object; its tensors moved, nothing recomputed)."""
+        if isinstance(device, torch.dtype):
+            raise ValueError(f"nvfp4.Experts.to takes a device: its codes, scales and alphas keep their dtypes, got {device}")
         moved = object.__new__(Experts)
         moved.__dict__.update({k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.__dict__.items()})
         return moved

@@ -136,6 +136,28 @@ def test_bad_fused_moe_input_raises_a_clear_error(change, message):
         nvfp4.fused_moe(**args)
 
 
+W13, W2, IN = torch.randn(3, 128, 128).bfloat16(), torch.randn(3, 128, 64).bfloat16(), torch.ones(3)
+BAD_QUANTIZED = {
+    "w13 2-D": ((W13[0], W2), "w13 must be fp16 or bf16 \\[E, 2F, H\\]"),
+    "w2 float32": ((W13, W2.float()), "w2 must be fp16 or bf16 \\[E, H, F\\], got torch.float32"),
+    "w13 odd 2F": ((W13[:, :127], W2), "w13 \\[E, 2F, H\\] and w2 \\[E, H, F\\] must agree"),
+    "w2 of another F": ((W13, W2[:, :, :32]), "must agree, got \\(3, 128, 128\\) and \\(3, 128, 32\\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_QUANTIZED))
+def test_experts_quantized_from_weights_it_cannot_use_is_a_value_error_naming_them(case):
+    (w13, w2), message = BAD_QUANTIZED[case]
+    with pytest.raises(ValueError, match=message):
+        nvfp4.Experts.quantized(w13, w2, IN, IN)
+
+
+def test_experts_to_a_dtype_is_refused():
+    experts = nvfp4.Experts.quantized(W13, W2, IN, IN)
+    with pytest.raises(ValueError, match="Experts.to takes a device"):
+        experts.to(torch.float16)
+
+
 def test_x_that_requires_grad_runs_under_no_grad():
     x, weights, ids, experts, _ = layer(4, 128, 64, 3, 2, seed=7)
     with torch.no_grad():
