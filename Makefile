@@ -1,4 +1,5 @@
-# NVFP4 grouped GEMM toolkit. Every target works on whatever device is there (a CPU included).
+# NVFP4 grouped GEMM toolkit. The harness's targets work on whatever device is there (a CPU included);
+# the benchmarks and the GPU tests say so and stop where they need a GPU.
 PYTHON      ?= python3
 SPEC        ?= task.yml
 SUBMISSION  ?= submission.py
@@ -123,6 +124,7 @@ two-level-bench: deps  ## what alpha and bf16 output cost; fused_moe end to end 
 	$(PYTHON) -m bench.two_level
 
 peers: deps  ## our submission against torch and cuBLAS on this GPU; writes docs/peers.{md,png}
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make $@ needs a CUDA GPU')"
 	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
 	$(PYTHON) -m bench.peers --out docs
 

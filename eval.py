@@ -85,8 +85,9 @@ def tell_failure(failures: FailureLog, message: str, summary: str | None = None)
 
 
 # ----------------------------------------------------------------------------- modes
-def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bool:
-    """Import the submission in the worker; on failure, say why once, and fail every case in a line."""
+def submission_imports(out, worker, tests, submission, timeout, kind: str, mode: str) -> bool:
+    """Import the submission in the worker; on failure, say why once, and fail every case in a line
+    (kind: the keys' section, test or benchmark; mode: the mode that says it)."""
     ok, result = _call(worker, "import_submission", submission, timeout=timeout)
     if ok:
         return True
@@ -98,7 +99,7 @@ def submission_imports(out, worker, tests, submission, timeout, kind: str) -> bo
         out.log(f"{kind}.{i}.spec", test.spec)
         out.log(f"{kind}.{i}.status", "fail")
         out.log(f"{kind}.{i}.error", f"the submission failed to import: {reason}")
-        print(f"{kind} {i + 1}/{len(tests)} FAIL  {test.spec}: the submission failed to import", flush=True)
+        print(f"{mode} {i + 1}/{len(tests)} FAIL  {test.spec}: the submission failed to import", flush=True)
     return False
 
 
@@ -110,7 +111,7 @@ def tell_device_and_path(worker, submission, timeout) -> None:
 
 
 def run_testing(out, worker, tests, submission, timeout) -> int:
-    if not submission_imports(out, worker, tests, submission, timeout, "test"):
+    if not submission_imports(out, worker, tests, submission, timeout, "test", "test"):
         return finish(out, 0, len(tests))
     out.log("test-count", len(tests))
     passed, failures = 0, FailureLog()
@@ -223,7 +224,7 @@ class BenchmarkPlan:
 def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool, plan: BenchmarkPlan, strict: bool) -> int:
     if plan.notice:
         print(plan.notice, flush=True)
-    if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+    if not submission_imports(out, worker, tests, submission, timeout, "benchmark", "leaderboard" if leaderboard else "benchmark"):
         return finish(out, 0, len(tests))
     if strict:
         print(
@@ -269,7 +270,7 @@ def run_benchmarking(out, worker, tests, submission, timeout, leaderboard: bool,
 def run_profiling(out, worker, tests, submission, timeout, plan: BenchmarkPlan) -> int:
     if plan.notice:
         print("no CUDA GPU: a CPU profile of the portable path, which says nothing about the leaderboard's GPU", flush=True)
-    if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+    if not submission_imports(out, worker, tests, submission, timeout, "benchmark", "profile"):
         return finish(out, 0, len(tests))
     out.log("benchmark-count", len(tests))
     passed, failures = 0, FailureLog()
@@ -290,7 +291,7 @@ def run_profiling(out, worker, tests, submission, timeout, plan: BenchmarkPlan) 
 
 
 def run_diffing(out, worker, tests, submission, timeout) -> int:
-    if not submission_imports(out, worker, tests, submission, timeout, "test"):
+    if not submission_imports(out, worker, tests, submission, timeout, "test", "diff"):
         return finish(out, 0, len(tests))
     passed, failures = 0, FailureLog()
     for i, test in enumerate(tests):
@@ -337,7 +338,7 @@ def run_comparing(out, workers, tests, submissions, timeout, plan: BenchmarkPlan
         print(plan.notice, flush=True)
     for name, worker, submission in zip("AB", workers, submissions):
         print(f"{name}: {submission}", flush=True)
-        if not submission_imports(out, worker, tests, submission, timeout, "benchmark"):
+        if not submission_imports(out, worker, tests, submission, timeout, "benchmark", "compare"):
             return finish(out, 0, len(tests))
     if plan.warm_up:  # one flush kind for both: the leaderboard's where the GPU holds two, else the stand-in
         ok_a, kind = _call(workers[0], "use_flush", None, timeout=timeout)
@@ -392,7 +393,10 @@ def parse_args(argv):
         parser.add_argument(
             "--strict", action="store_true", help="benchmark on fresh, shuffled clones every repeat; check outputs are c in fp16"
         )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.timeout > 0:
+        parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    return args
 
 
 def main(argv=None) -> int:

@@ -49,11 +49,18 @@ def parse_line(line: str) -> dict:
         matched = PAIR.fullmatch(part)
         if not matched:
             raise SpecError(f"invalid test case: '{line}': '{part}'")
+        if matched[1] in case:
+            raise SpecError(f"invalid test case: '{line}': {matched[1]} is given twice")
         try:
             case[matched[1]] = _parse_value(matched[2])
         except SpecError as e:
             raise SpecError(f"invalid test case: '{line}': {e}") from None
     return case
+
+
+def _integer(value) -> bool:
+    """An integer of the spec: an int, not a bool (YAML's true), a float or a word."""
+    return type(value) is int
 
 
 def validate_case(case: dict, where: str) -> None:
@@ -62,11 +69,11 @@ def validate_case(case: dict, where: str) -> None:
     if missing or extra:
         raise SpecError(f"{where}: needs exactly the keys {', '.join(CASE_KEYS)} (missing {missing}, unknown {extra})")
     g = case["g"]
-    if not isinstance(g, int) or g < 1 or not isinstance(case["seed"], int):
+    if not _integer(g) or g < 1 or not _integer(case["seed"]):
         raise SpecError(f"{where}: g must be a positive integer and seed an integer")
     for key in "mnk":
         dims = case[key]
-        if not isinstance(dims, tuple) or len(dims) != g or any(d < 0 for d in dims):
+        if not isinstance(dims, tuple) or len(dims) != g or not all(_integer(d) and d >= 0 for d in dims):
             raise SpecError(f"{where}: {key} must be a list of {g} non-negative integers, got {dims!r}")
     if any(k <= 0 or k % K_MULTIPLE for k in case["k"]):
         raise SpecError(
@@ -89,7 +96,7 @@ def _yaml_cases(path: Path, section: str) -> list[tuple[str, dict]]:
 
     try:
         doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise SpecError(f"could not read {path}: {e}") from e
     entries = doc.get(section) if isinstance(doc, dict) else None
     if not isinstance(entries, list):
@@ -107,7 +114,7 @@ def _yaml_cases(path: Path, section: str) -> list[tuple[str, dict]]:
 def _line_cases(path: Path) -> list[tuple[str, dict]]:
     try:
         lines = path.read_text().splitlines()
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"Could not open test file `{path}`: {e}") from e
     cases = []
     for line in lines:

@@ -403,7 +403,9 @@ def case_table(config: Config, params: Params) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", nargs="*", default=[], help=f"per-case tables of these: ours, {', '.join([*CANDIDATES, *WORKLOG])}")
+    parser.add_argument(
+        "--config", nargs="*", default=[], choices=["ours", *CANDIDATES, *WORKLOG], help="per-case tables of these configurations"
+    )
     parser.add_argument("--search", action="store_true", help="the lowest estimate per case over the model's whole design space")
     args = parser.parse_args()
     params, errors = fit()

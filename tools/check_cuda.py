@@ -112,7 +112,7 @@ def check_other_toolkits(arches: list[int]) -> list[str]:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--arch", type=int, nargs="+", default=sorted(BUILD_TARGETS))
+    parser.add_argument("--arch", type=int, nargs="+", default=sorted(BUILD_TARGETS), choices=sorted(BUILD_TARGETS))
     parser.add_argument("--no-other-toolkits", action="store_true", help="only the machine's nvcc (no download)")
     args = parser.parse_args()
     if shutil.which("nvcc") is None:

@@ -1,6 +1,6 @@
 """Apply the leaderboard server's gate to a submission file before it is sent.
 
-    python3 -m tools.check_submission [PATH]        (default: submission.py)
+    python3 -m tools.check_submission [PATH ...]    (default: submission.py)
 
 The server (gpu-mode/kernelbot) refuses a file that is empty, over 1,000,000 bytes, not UTF-8,
 or that contains the word "stream" in any case anywhere (code, comments, strings). Beside the
@@ -115,11 +115,16 @@ def check(path: Path) -> int:
 
 
 def main() -> int:
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "submission.py")
-    if not path.is_file():
-        print(f"{path}: no such file", file=sys.stderr)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", default=["submission.py"], metavar="PATH", help="the files to check (default: submission.py)")
+    paths = [Path(p) for p in parser.parse_args().paths]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"{', '.join(missing)}: no such file", file=sys.stderr)
         return 2
-    return check(path)
+    return max(check(path) for path in paths)  # every file checked and reported, the worst status returned
 
 
 if __name__ == "__main__":

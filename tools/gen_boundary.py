@@ -48,5 +48,8 @@ def generated(descriptors: dict | None = None) -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     OUT.write_text(generated())
     print(f"wrote {OUT.relative_to(ROOT)}")

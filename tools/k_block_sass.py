@@ -72,6 +72,9 @@ def k_blocks(library: Path) -> dict[tuple[int, int], int]:
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     library, _ = build(90)
     counts = k_blocks(library)
     print(f"sm_90a, {library.name}: instructions per K block of a consumer warp (the list form's kernels built for one wgmma N)")

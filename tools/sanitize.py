@@ -57,10 +57,14 @@ def check_calls(kernel, data) -> str | None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submission", default=str(ROOT / "submission.py"))
     parser.add_argument("--limit", type=int, default=None, help="check only the first N inputs")
     args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error(f"--limit must be at least 1, got {args.limit}")
+    if not Path(args.submission).is_file():
+        parser.error(f"no submission file at {args.submission}")
     kernel = load_kernel(args.submission)
     print(f"{args.submission} on {device_name()}", flush=True)
     count = 0

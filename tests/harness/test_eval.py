@@ -176,6 +176,19 @@ def test_compare_refuses_the_options_it_has_no_use_for(tmp_path, option):
     assert proc.returncode == 2 and f"unrecognized arguments: {option[0]}" in proc.stderr
 
 
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+def test_a_timeout_that_is_not_positive_is_a_bad_argument(tmp_path, timeout):
+    proc, _ = run_eval(tmp_path, "test", TINY, extra=("--timeout", timeout))
+    assert proc.returncode == 2 and "--timeout must be a positive number of seconds" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["diff", "profile"])
+def test_an_import_failure_is_told_in_the_lines_of_the_mode_that_ran(tmp_path, mode):
+    broken = write_submission(tmp_path, "raise RuntimeError('no import')\n")
+    proc, _ = run_eval(tmp_path, mode, TINY, submission=broken)
+    assert f"{mode} 1/1 FAIL" in proc.stdout and "test 1/1" not in proc.stdout
+
+
 def test_sizes_outside_the_contract_are_a_spec_error_before_any_submission_runs(tmp_path):
     never = write_submission(tmp_path, "raise SystemExit('imported')\n")
     proc, lines = run_eval(tmp_path, "test", "m: [64, 8]; n: [128, 128]; k: [100, 200]; g: 2; seed: 5\n", submission=never)

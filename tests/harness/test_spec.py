@@ -33,11 +33,36 @@ def test_line_grammar_reads_lists_tuples_ints_and_words():
         "m: [96]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1",  # m shorter than g
         "m: [96, 128]; n: [128, 256]; k: [256, 512]; g: 2; seed: 1; x: 3",  # unknown key
         "m: 1.5; n: [128]; k: [256]; g: 1; seed: 1",  # a float is no value
+        "m: [64]; m: [32]; n: [128]; k: [256]; g: 1; seed: 1",  # a key given twice
     ],
 )
 def test_bad_lines_are_spec_errors(tmp_path, line):
     with pytest.raises(SpecError):
         read_cases(write(tmp_path, line + "\n"), "tests", None)
+
+
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ('{m: ["a"], n: [128], k: [256], g: 1, seed: 1}', "m must be a list of 1 non-negative integers"),
+        ("{m: [64.5], n: [128], k: [256], g: 1, seed: 1}", "m must be a list of 1 non-negative integers"),
+        ("{m: [true], n: [128], k: [256], g: 1, seed: 1}", "m must be a list of 1 non-negative integers"),
+        ("{m: [64], n: [128], k: [256], g: true, seed: 1}", "g must be a positive integer"),
+    ],
+)
+def test_yaml_values_that_are_not_integers_are_spec_errors(tmp_path, entry, message):
+    path = tmp_path / "task.yml"
+    path.write_text(f"tests:\n  - {entry}\n")
+    with pytest.raises(SpecError, match=message):
+        read_cases(str(path), "tests", None)
+
+
+@pytest.mark.parametrize("name", ["cases.txt", "task.yml"])
+def test_a_file_that_is_not_text_is_a_spec_error(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"\xff\xfe m: [64]")
+    with pytest.raises(SpecError, match="can't decode|could not read|Could not open"):
+        read_cases(str(path), "tests", None)
 
 
 def test_blank_lines_are_skipped_and_the_line_is_kept_as_spec(tmp_path):

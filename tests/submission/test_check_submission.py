@@ -2,6 +2,7 @@
 
 import importlib.util
 import subprocess
+import sys
 
 import pytest
 
@@ -87,3 +88,16 @@ def test_the_standard_library_torch_and_task_are_allowed(tmp_path):
 
 def test_a_byte_order_mark_is_taken_as_python_takes_it(tmp_path):
     assert problems(planted(tmp_path, b"\xef\xbb\xbfimport torch\n")) == []
+
+
+def test_every_file_given_is_checked(tmp_path):
+    banned = planted(tmp_path, "import torch\n# a side STREAM\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.check_submission", str(ROOT / "template.py"), str(banned)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and f"{banned}:2:10" in proc.stderr and "template.py" in proc.stdout
+
+
+def test_help_prints_the_usage_and_checks_nothing():
+    proc = subprocess.run([sys.executable, "-m", "tools.check_submission", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:") and "gate" not in proc.stderr
