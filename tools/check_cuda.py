@@ -39,9 +39,15 @@ def ptxas_problems(log: str) -> list[str]:
     return problems + [f"ptxas {m.group(0)}" for m in WGMMA_SERIALIZED.finditer(log)]
 
 
+def building(name: str) -> None:
+    """A line on stderr before each nvcc build, which may take a minute or more with no other output."""
+    print(f"{name}: building ...", file=sys.stderr, flush=True)
+
+
 def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
     target = BUILD_TARGETS[arch]
     name = f"sm_{target}" + (f" (CUDA {toolkit.version})" if toolkit.version else "")
+    building(name)
     try:
         _, log = build(arch, toolkit=toolkit)
     except RuntimeError as e:
@@ -61,6 +67,7 @@ def check(arch: int, toolkit: Toolkit = MACHINE_TOOLKIT) -> list[str]:
 def check_headers_only(arch: int, toolkit: Toolkit) -> list[str]:
     """The source compiled (host code and PTX) against the toolkit's headers, which must be the ones read."""
     name = f"sm_{BUILD_TARGETS[arch]} against the CUDA {toolkit.version} headers"
+    building(name)
     try:
         foreign = [h for h in included_headers(arch, toolkit) if h.endswith("/cuda_runtime_api.h")]
         if foreign != [str(toolkit.include / "cuda_runtime_api.h")]:
@@ -75,6 +82,7 @@ def check_headers_only(arch: int, toolkit: Toolkit) -> list[str]:
 def check_leaderboard_form(arch: int) -> list[str]:
     """submission.py's form of the source (host/queue_default.cuh in place of host/queue.cuh): host code and PTX."""
     name = f"sm_{BUILD_TARGETS[arch]}, submission.py's form (the default queue only)"
+    building(name)
     try:
         build(arch, overrides=LEADERBOARD_OVERRIDES, device_code=False)
     except RuntimeError as e:
@@ -84,6 +92,7 @@ def check_leaderboard_form(arch: int) -> list[str]:
 
 
 def check_emulation_build() -> list[str]:
+    building("sm_100a kernel with tcgen05 emulated (sm_90a test build)")
     try:
         _, log = build(100, emulate_tcgen05=True)
     except RuntimeError as e:

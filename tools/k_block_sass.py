@@ -75,6 +75,7 @@ def main() -> int:
     import argparse
 
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    print("building the sm_90a library with nvcc (a minute or so unless cached) ...", file=sys.stderr, flush=True)
     library, _ = build(90)
     counts = k_blocks(library)
     print(f"sm_90a, {library.name}: instructions per K block of a consumer warp (the list form's kernels built for one wgmma N)")
