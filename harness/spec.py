@@ -94,8 +94,19 @@ def format_case(case: dict) -> str:
 def _yaml_cases(path: Path, section: str) -> list[tuple[str, dict]]:
     import yaml
 
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML that refuses a key given twice in one mapping (plain YAML keeps the last)."""
+
+    def mapping(loader, node):
+        keys = [loader.construct_object(key) for key, _ in node.value]
+        twice = sorted({str(key) for key in keys if keys.count(key) > 1})
+        if twice:
+            raise yaml.constructor.ConstructorError(None, None, f"{twice[0]} is given twice", node.start_mark)
+        return loader.construct_mapping(node)
+
+    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=UniqueKeys)  # a SafeLoader: plain data only
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise SpecError(f"could not read {path}: {e}") from e
     entries = doc.get(section) if isinstance(doc, dict) else None

@@ -108,7 +108,7 @@ def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=
     if not isinstance(sfa, torch.Tensor) or sfa.dim() != 5:
         raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa must be [sf_rows/128, K/64, 32, 4, 4], got {described(sfa)}")
     check_tensor("nvfp4.grouped_gemm_offsets: sfa", sfa, SCALE, (sfa.shape[0], k // 64, 32, 4, 4), a.device)
-    if total and not sfa.shape[0]:
+    if not sfa.shape[0] and total:  # sfa's size first: a's may be data-dependent under torch.compile
         raise ValueError(f"nvfp4.grouped_gemm_offsets: sfa holds no 128-row block of scales for a's {total} rows (sf_rows_capacity)")
     check_tensor("nvfp4.grouped_gemm_offsets: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), a.device)
     check_tensor("nvfp4.grouped_gemm_offsets: sf_offsets", sf_offsets, (torch.int32,), (experts,), a.device)
@@ -128,7 +128,7 @@ def offset_layout(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     zero = counts.new_zeros(1)
     offsets = torch.cat((zero, counts.cumsum(0, dtype=torch.int32)))
     padded = (counts + 127) // 128 * 128
-    return offsets, torch.cat((zero, padded.cumsum(0, dtype=torch.int32)[:-1]))
+    return offsets, padded.cumsum(0, dtype=torch.int32) - padded  # each expert's first scale row: [E], also for E = 0
 
 
 def sf_rows_capacity(total_m: int, experts: int) -> int:
@@ -165,11 +165,16 @@ def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets:
     check_scale_bytes("offset_scales", plain, "[total_m, K/16] with K a multiple of 64", 2)
     if plain.dim() != 2 or plain.shape[1] % 4:
         raise ValueError(f"nvfp4.offset_scales: plain must be [total_m, K/16] with K a multiple of 64, got {tuple(plain.shape)}")
-    experts = sf_offsets.shape[0] if isinstance(sf_offsets, torch.Tensor) and sf_offsets.dim() == 1 else -1
-    check_tensor("nvfp4.offset_scales: sf_offsets", sf_offsets, (torch.int32,), (max(experts, 0),), plain.device)
-    check_tensor("nvfp4.offset_scales: expert_offsets", expert_offsets, (torch.int32,), (experts + 1,), plain.device)
-    if sf_rows < 0 or sf_rows % 128:
-        raise ValueError(f"nvfp4.offset_scales: sf_rows must be a multiple of 128 (sf_rows_capacity), got {sf_rows!r}")
+    for name, offsets in (("expert_offsets", expert_offsets), ("sf_offsets", sf_offsets)):
+        if not isinstance(offsets, torch.Tensor) or offsets.dim() != 1 or offsets.is_floating_point() or offsets.is_complex():
+            raise ValueError(f"nvfp4.offset_scales: {name} must be an integer tensor (offset_layout), got {described(offsets)}")
+    if expert_offsets.shape[0] != sf_offsets.shape[0] + 1:
+        raise ValueError(
+            f"nvfp4.offset_scales: expert_offsets [E + 1] and sf_offsets [E] (offset_layout), got {tuple(expert_offsets.shape)} "
+            f"and {tuple(sf_offsets.shape)}"
+        )
+    if sf_rows < 0:
+        raise ValueError(f"nvfp4.offset_scales: sf_rows must not be negative (sf_rows_capacity), got {sf_rows!r}")
     total, cols = plain.shape
     expert, sf_row = expert_of_rows(expert_offsets, sf_offsets, total, sf_rows)
     placed = plain.new_zeros((sf_rows + 1, cols), dtype=torch.uint8)  # the last row takes the rows of no expert

@@ -128,12 +128,11 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
             f"nvfp4.grouped_gemm: a must be a list with one tensor per group, got {type(a).__name__} "
             f"(the MoE forms take stacked tensors: nvfp4.grouped_gemm_masked, nvfp4.grouped_gemm_offsets)"
         )
-    for name, x in (("b", b), ("sfa", sfa), ("sfb", sfb)):
-        if type(x) not in (list, tuple):
-            raise ValueError(f"nvfp4.grouped_gemm: {name} must be a list with one tensor per group, got {type(x).__name__}")
+    if type(b) not in (list, tuple) or type(sfa) not in (list, tuple) or type(sfb) not in (list, tuple):
+        _refuse_what_is_not_a_list(b=b, sfa=sfa, sfb=sfb)
     traced = _traced()
     direct = not traced and a and type(a[0]) is torch.Tensor
-    if not direct and not traced:  # not plain tensors: the checks' ValueError rather than the dispatcher's
+    if not direct and not traced and type(b) in (list, tuple) and not all(map(_tensor_like, chain(a, b))):  # the checks' error
         _call(a, b, sfa, sfb, a if out is None else out)
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)
@@ -145,6 +144,12 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
     return out
 
 
+def _refuse_what_is_not_a_list(**lists) -> None:
+    for name, x in lists.items():
+        if type(x) not in (list, tuple) and not isinstance(x, torch.fx.Proxy):
+            raise ValueError(f"nvfp4.grouped_gemm: {name} must be a list with one tensor per group, got {type(x).__name__}")
+
+
 def _traced() -> bool:
     """Whether a call is being traced (torch.compile) or runs under a dispatch mode (FakeTensorMode, say)."""
     return torch.compiler.is_compiling() or _current_dispatch_mode() is not None
@@ -152,7 +157,12 @@ def _traced() -> bool:
 
 def _eager(first) -> bool:
     """Whether a call runs its implementation directly: eager, on plain tensors."""
-    return not _traced() and type(first) is torch.Tensor
+    return type(first) is torch.Tensor and not torch.compiler.is_compiling() and _current_dispatch_mode() is None
+
+
+def _tensor_like(x) -> bool:
+    """A tensor, or what a tracer passes in one's place (torch.fx's Proxy): what torch.ops may be given."""
+    return isinstance(x, (torch.Tensor, torch.fx.Proxy))
 
 
 # ---- the MoE forms (nvfp4/moe.py) and quantization (nvfp4/quantize.py)
@@ -173,7 +183,7 @@ def _masked_new(
     alpha: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    if type(b) is not torch.Tensor or b.dim() != 3:  # the checks' ValueError before b sizes the output
+    if not isinstance(b, torch.Tensor) or b.dim() != 3:  # the checks' ValueError before b sizes the output
         masked_problem(a, sfa, b, sfb, masked_m, None, alpha)
     out = _masked_empty(a, b, out_dtype)
     masked_into(a, sfa, b, sfb, masked_m, out, alpha)
@@ -190,7 +200,7 @@ def _offsets_new(
     alpha: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    if type(b) is not torch.Tensor or b.dim() != 3:  # the checks' ValueError before b sizes the output
+    if not isinstance(b, torch.Tensor) or b.dim() != 3:  # the checks' ValueError before b sizes the output
         offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, None, alpha)
     out = _offsets_empty(a, b, out_dtype)
     offsets_into(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
@@ -247,9 +257,8 @@ def grouped_gemm_masked(a, sfa, b, sfb, masked_m, out=None, *, alpha=None, out_d
     K/64, 32, 4, 4], b [E, N, K/2], sfb [E, ceil(N/128), K/64, 32, 4, 4], masked_m int32 [E] on the GPU
     (read there only), out [E, max_m, N] fp16 or bf16 (new when not given, of out_dtype, default fp16),
     alpha None or float32 [E] (or [E, N]: one per expert and column) on the device. docs/MOE.md."""
-    traced = _traced()
-    eager = not traced and type(a) is torch.Tensor
-    if not eager and not traced:  # not a plain tensor: the checks' ValueError rather than the dispatcher's
+    eager = _eager(a)
+    if not eager and not _tensor_like(a) and not _traced():  # the checks' ValueError rather than the dispatcher's
         masked_problem(a, sfa, b, sfb, masked_m, out, alpha)
     if out is None:
         if eager:
@@ -268,9 +277,8 @@ def grouped_gemm_offsets(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, *
     @ (b[e] * sfb[e])^T in fp16 or bf16. a [total_m, K/2] FP4, sfa [sf_rows/128, K/64, 32, 4, 4] with
     expert e's scale rows from sf_offsets[e] (offset_layout(), offset_scales()), b, sfb and alpha as in
     the masked form, the offsets int32 on the GPU (read there only), out [total_m, N]. docs/MOE.md."""
-    traced = _traced()
-    eager = not traced and type(a) is torch.Tensor
-    if not eager and not traced:  # not a plain tensor: the checks' ValueError rather than the dispatcher's
+    eager = _eager(a)
+    if not eager and not _tensor_like(a) and not _traced():  # the checks' ValueError rather than the dispatcher's
         offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out, alpha)
     if out is None:
         if eager:
@@ -290,6 +298,6 @@ def quantize(x, masked_m=None, global_scale=None) -> tuple[torch.Tensor, torch.T
     per row, holding the dequantization scale (x ~ code * block scale * global scale)."""
     if _eager(x):
         return _quantize(x, masked_m, global_scale)
-    if not _traced():  # not a plain tensor: the checks' ValueError rather than the dispatcher's
+    if not _tensor_like(x) and not _traced():  # the checks' ValueError rather than the dispatcher's
         check_quantize_input(x, masked_m, global_scale)
     return torch.ops.nvfp4.quantize(x, masked_m, global_scale)

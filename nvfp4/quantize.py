@@ -30,11 +30,11 @@ def blocked_scale_shape(rows: int, k: int) -> tuple:
 
 
 def check_scale_bytes(what: str, t, shape_text: str, dims_at_least: int) -> None:
-    """ValueError naming `what` unless t is a tensor of one-byte scales (E4M3 or their uint8 bytes)
-    with at least dims_at_least dimensions."""
-    if not isinstance(t, torch.Tensor) or t.dim() < dims_at_least or t.dtype not in (torch.float8_e4m3fn, torch.uint8):
+    """ValueError naming `what` unless t is a tensor of one-byte scales (E4M3, or any dtype of one
+    byte: the layouts only move bytes) with at least dims_at_least dimensions."""
+    if not isinstance(t, torch.Tensor) or t.dim() < dims_at_least or t.element_size() != 1:
         got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else f"a {type(t).__name__}, not a tensor"
-        raise ValueError(f"nvfp4.{what}: scales must be E4M3 (or uint8 bytes) {shape_text}, got {got}")
+        raise ValueError(f"nvfp4.{what}: scales must be one byte each (E4M3) {shape_text}, got {got}")
 
 
 def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:

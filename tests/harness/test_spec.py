@@ -48,6 +48,7 @@ def test_bad_lines_are_spec_errors(tmp_path, line):
         ("{m: [64.5], n: [128], k: [256], g: 1, seed: 1}", "m must be a list of 1 non-negative integers"),
         ("{m: [true], n: [128], k: [256], g: 1, seed: 1}", "m must be a list of 1 non-negative integers"),
         ("{m: [64], n: [128], k: [256], g: true, seed: 1}", "g must be a positive integer"),
+        ("{m: [64], m: [32], n: [128], k: [256], g: 1, seed: 1}", "m is given twice"),
     ],
 )
 def test_yaml_values_that_are_not_integers_are_spec_errors(tmp_path, entry, message):

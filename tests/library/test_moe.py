@@ -235,7 +235,7 @@ def test_every_flawed_masked_argument_is_refused_or_computed_exactly_elsewhere(n
 SCALES = torch.randint(1, 0x7F, (200, 8), dtype=torch.uint8)
 COUNTS = torch.tensor([120, 0, 80], dtype=torch.int32)
 BAD_HELPER_CALLS = {
-    "blocked_from_plain of float32": (lambda: nvfp4.blocked_from_plain(SCALES.float()), "must be E4M3 .* got torch.float32"),
+    "blocked_from_plain of float32": (lambda: nvfp4.blocked_from_plain(SCALES.float()), "must be one byte each .* got torch.float32"),
     "blocked_from_plain of K/16 = 6": (lambda: nvfp4.blocked_from_plain(SCALES[:, :6]), "K/16 must be a multiple of 4"),
     "blocked_from_plain of a list": (lambda: nvfp4.blocked_from_plain([SCALES]), "got a list, not a tensor"),
     "plain_from_blocked of more rows than it holds": (
@@ -251,13 +251,16 @@ BAD_HELPER_CALLS = {
     "offset_layout of float counts": (lambda: nvfp4.offset_layout(torch.tensor([1.7, 2.2])), "counts must be an integer tensor"),
     "offset_scales of float32": (
         lambda: nvfp4.offset_scales(SCALES.float(), *nvfp4.offset_layout(COUNTS), 512),
-        "must be E4M3 .* got torch.float32",
+        "must be one byte each .* got torch.float32",
     ),
     "offset_scales with offsets of [E]": (
         lambda: nvfp4.offset_scales(SCALES, nvfp4.offset_layout(COUNTS)[0][:-1], nvfp4.offset_layout(COUNTS)[1], 512),
-        "expert_offsets has shape",
+        "expert_offsets \\[E \\+ 1\\] and sf_offsets \\[E\\]",
     ),
-    "offset_scales with sf_rows -1": (lambda: nvfp4.offset_scales(SCALES, *nvfp4.offset_layout(COUNTS), -1), "sf_rows must be"),
+    "offset_scales with sf_rows -1": (
+        lambda: nvfp4.offset_scales(SCALES, *nvfp4.offset_layout(COUNTS), -1),
+        "sf_rows must not be negative",
+    ),
 }
 
 
@@ -266,6 +269,52 @@ def test_a_layout_helper_given_what_it_cannot_use_raises_a_value_error(call):
     make, message = BAD_HELPER_CALLS[call]
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_torch_fx_records_each_op_it_traces_through():
+    """torch.fx.symbolic_trace passes Proxies, not tensors: they go to torch.ops, not to the checks."""
+
+    def layer(a, sfa, b, sfb, counts, x):
+        return nvfp4.grouped_gemm_masked(a, sfa, b, sfb, counts), nvfp4.quantize(x)
+
+    def list_form(a0, b, sfa0, sfb0):  # b a Proxy of a whole list
+        return nvfp4.grouped_gemm([a0], b, [sfa0], [sfb0])
+
+    for function, ops in ((layer, ["nvfp4.grouped_gemm_masked", "nvfp4.quantize"]), (list_form, ["nvfp4.grouped_gemm"])):
+        traced = torch.fx.symbolic_trace(function)
+        assert [str(n.target) for n in traced.graph.nodes if n.op == "call_function"] == ops
+
+
+def test_torch_compile_takes_the_offset_form_with_rows_known_only_from_data():
+    """A of rows selected by a mask (an unbacked size under torch.compile) traces: no check decides on it."""
+    import torch._dynamo
+
+    a, sfa, b, sfb, counts = moe_operands(2, 16, 64, 128, seed=3)
+    a_off, sfa_off, offsets, sf_offsets, _ = offset_form(a, sfa, counts)
+    keep = torch.ones(a_off.shape[0], dtype=torch.bool, device=DEVICE)
+
+    def call(a, keep):
+        return nvfp4.grouped_gemm_offsets(a.view(torch.uint8)[keep], sfa_off, b, sfb, offsets, sf_offsets)
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        out = torch.compile(call, backend="eager", fullgraph=True)(a_off, keep)
+    assert torch.equal(out, nvfp4.grouped_gemm_offsets(a_off, sfa_off, b, sfb, offsets, sf_offsets))
+
+
+def test_offset_scales_takes_int64_offsets_and_any_scale_row_count():
+    plain = torch.randint(1, 0x7F, (200, 8), dtype=torch.uint8)
+    offsets, sf_offsets = nvfp4.offset_layout(torch.tensor([120, 0, 80]))
+    expected = nvfp4.offset_scales(plain, offsets, sf_offsets, 384)
+    assert torch.equal(nvfp4.offset_scales(plain, offsets.long(), sf_offsets.long(), 384), expected)
+    assert torch.equal(nvfp4.offset_scales(plain, offsets, sf_offsets, 300), expected[:3])
+
+
+def test_offset_layout_of_no_experts_gives_e_plus_one_and_e_offsets():
+    offsets, sf_offsets = nvfp4.offset_layout(torch.zeros(0, dtype=torch.int32))
+    assert offsets.tolist() == [0] and sf_offsets.shape == (0,)
+    offsets, sf_offsets = nvfp4.offset_layout(torch.tensor([5, 0, 130]))
+    assert offsets.tolist() == [0, 5, 5, 135] and sf_offsets.tolist() == [0, 128, 128]
 
 
 def test_offsets_with_rows_but_no_scale_blocks_is_a_value_error():
