@@ -41,6 +41,10 @@ def load_experts(source, prefix: str, *, device=None, experts: int | None = None
     mapping name -> tensor), as an nvfp4.Experts on `device` (default: where they are read, the CPU
     for files). The projection naming and the format are told by the tensor names; `experts`, where
     given, is the count the layer must have."""
+    if not isinstance(prefix, str) or not prefix:
+        raise ValueError(
+            f"nvfp4.load_experts: prefix must be the experts' name prefix, such as 'model.layers.0.mlp.experts', got {prefix!r}"
+        )
     tensors = _tensors_under(source, prefix)
     named = _expert_tensor_names(tensors, prefix)
     count = _expert_count({e for e, _, _ in named}, prefix, experts)

@@ -136,6 +136,8 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
         _call(a, b, sfa, sfb, a if out is None else out)
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)
+    if type(out) not in (list, tuple):
+        _refuse_what_is_not_a_list(out=out)
     _given_out_dtype(out, out_dtype, "grouped_gemm")
     if direct:
         _into(a, b, sfa, sfb, out, alpha)

@@ -196,3 +196,9 @@ def test_expert_count_is_checked_where_given():
     """experts= is the count the layer must have."""
     with pytest.raises(ValueError, match="has 4 experts, expected 8"):
         nvfp4.load_experts(checkpoint(quantized_layer(5)), PREFIX, experts=8)
+
+
+@pytest.mark.parametrize("prefix", [None, "", 3])
+def test_a_prefix_that_is_not_a_name_is_refused(prefix):
+    with pytest.raises(ValueError, match="prefix must be the experts' name prefix"):
+        nvfp4.load_experts(checkpoint(quantized_layer(2)), prefix)

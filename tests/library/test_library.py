@@ -129,6 +129,12 @@ def test_bad_input_raises_a_clear_error(what, message):
         nvfp4.grouped_gemm(*what(*operands(*CASE, seed=8)))
 
 
+def test_out_that_is_one_tensor_is_refused_as_not_a_list():
+    a, b, sfa, sfb = operands(*CASE, seed=8)
+    with pytest.raises(ValueError, match="out must be a list with one tensor per group, got Tensor"):
+        nvfp4.grouped_gemm(a, b, sfa, sfb, out=torch.empty(4, 4))
+
+
 def test_reorder_scales_refuses_k_that_is_not_a_multiple_of_64():
     with pytest.raises(ValueError, match=r"K/16 a multiple of 4\), got torch.float8_e4m3fn \(5, 6\)"):
         nvfp4.reorder_scales(torch.zeros(5, 6).to(torch.float8_e4m3fn))
