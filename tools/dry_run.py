@@ -155,9 +155,9 @@ def main():
     parser.add_argument("--arch", type=int, default=100)
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        sys.exit("make dry-run needs a CUDA GPU (any: the sm_100a kernel is never launched), and there is none here")
+        sys.exit("the dry run (make dry-run) needs a CUDA GPU (any: the sm_100a kernel is never launched), and there is none here")
     if shutil.which("nvcc") is None:
-        sys.exit("make dry-run needs nvcc (CUDA 12.8 or newer) on PATH to build the host side, and there is none")
+        sys.exit("the dry run (make dry-run) needs nvcc (CUDA 12.8 or newer) on PATH to build the host side, and there is none")
     lib = load(args.arch)
     num_sms = 148 if args.arch == 100 else torch.cuda.get_device_properties(0).multi_processor_count
     failures = tmem_problems(lib)
