@@ -130,14 +130,14 @@ def grouped_gemm(a, b, sfa, sfb, out=None, *, alpha=None, out_dtype=None) -> lis
         )
     if type(b) not in (list, tuple) or type(sfa) not in (list, tuple) or type(sfb) not in (list, tuple):
         _refuse_what_is_not_a_list(b=b, sfa=sfa, sfb=sfb)
+    if out is not None and type(out) not in (list, tuple):
+        _refuse_what_is_not_a_list(out=out)
     traced = _traced()
     direct = not traced and a and type(a[0]) is torch.Tensor
     if not direct and not traced and type(b) in (list, tuple) and not all(map(_tensor_like, chain(a, b))):  # the checks' error
         _call(a, b, sfa, sfb, a if out is None else out)
     if out is None:
         return _new(a, b, sfa, sfb, alpha, out_dtype) if direct else torch.ops.nvfp4.grouped_gemm(a, b, sfa, sfb, alpha, out_dtype)
-    if type(out) not in (list, tuple):
-        _refuse_what_is_not_a_list(out=out)
     _given_out_dtype(out, out_dtype, "grouped_gemm")
     if direct:
         _into(a, b, sfa, sfb, out, alpha)

@@ -133,6 +133,8 @@ def test_out_that_is_one_tensor_is_refused_as_not_a_list():
     a, b, sfa, sfb = operands(*CASE, seed=8)
     with pytest.raises(ValueError, match="out must be a list with one tensor per group, got Tensor"):
         nvfp4.grouped_gemm(a, b, sfa, sfb, out=torch.empty(4, 4))
+    with pytest.raises(ValueError, match="out must be a list with one tensor per group, got Tensor"):  # also beside a flawed group
+        nvfp4.grouped_gemm([None, *a[1:]], b, sfa, sfb, out=torch.empty(4, 4))
 
 
 def test_reorder_scales_refuses_k_that_is_not_a_multiple_of_64():
