@@ -12,6 +12,7 @@ apply alpha = input_scale * weight_scale_2 per expert in their fp32 epilogue (do
 
 import torch
 
+from .layout import described
 from .moe import check_tensor
 from .ops import quantize
 from .quantize import blocked_from_plain, plain_from_blocked
@@ -117,8 +118,7 @@ class Experts:
         activations' calibrated amax / (6 * 448), as a checkpoint holds them."""
         for name, w, shape in (("w13", w13, "[E, 2F, H] (2F even)"), ("w2", w2, "[E, H, F]")):
             if not isinstance(w, torch.Tensor) or w.dim() != 3 or w.dtype not in (torch.float16, torch.bfloat16):
-                got = f"{w.dtype} {tuple(w.shape)}" if isinstance(w, torch.Tensor) else f"a {type(w).__name__}, not a tensor"
-                raise ValueError(f"nvfp4.Experts.quantized: {name} must be fp16 or bf16 {shape}, got {got}")
+                raise ValueError(f"nvfp4.Experts.quantized: {name} must be fp16 or bf16 {shape}, got {described(w, with_dtype=True)}")
         experts, two_f, _ = w13.shape
         if two_f % 2 or tuple(w2.shape) != (experts, w13.shape[2], two_f // 2):
             raise ValueError(

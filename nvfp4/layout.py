@@ -18,6 +18,13 @@ E4M3_DTYPES = (torch.float8_e4m3fn,)
 TENSOR_ROLES = (("a", FP4_DTYPES), ("b", FP4_DTYPES), ("c", OUT_DTYPES), ("sfa", E4M3_DTYPES), ("sfb", E4M3_DTYPES))
 
 
+def described(t, with_dtype: bool = False) -> str:
+    """A tensor's shape (after its dtype, with_dtype), or what was passed instead of a tensor: for error messages."""
+    if not isinstance(t, torch.Tensor):
+        return f"a {type(t).__name__}, not a tensor"
+    return f"{t.dtype} {tuple(t.shape)}" if with_dtype else str(tuple(t.shape))
+
+
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
     """The shapes of a group's a, b, c, sfa and sfb."""
     l_dim = (1,) if operand_rank == 3 else ()
@@ -59,7 +66,7 @@ def reordered_from_plain(plain: torch.Tensor) -> torch.Tensor:
     if not isinstance(plain, torch.Tensor) or plain.dim() != 2 or plain.shape[1] % 4 or plain.element_size() != 1:
         raise ValueError(
             f"nvfp4.reorder_scales: plain scales must be E4M3 [rows, K/16] with K a multiple of 64 (K/16 a multiple of 4), "
-            f"got {getattr(plain, 'dtype', type(plain).__name__)} {tuple(getattr(plain, 'shape', ()))}"
+            f"got {described(plain, with_dtype=True)}"
         )
     rows, cols = plain.shape
     row_blocks = -(-rows // 128)

@@ -20,7 +20,7 @@ from .boundary import ExpertDesc
 from .dispatch import path_of
 from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
-from .layout import OUT_DTYPES
+from .layout import OUT_DTYPES, described
 from .portable import dequantize
 from .quantize import blocked_from_plain, blocked_scale_shape, check_scale_bytes, plain_from_blocked
 
@@ -37,11 +37,6 @@ def kernel_for(tensor: torch.Tensor) -> KernelPath | None:
     check_on_current_device(tensor, torch.cuda.current_device())
     path = path_of(tensor.device)
     return path if isinstance(path, KernelPath) else None
-
-
-def described(t) -> str:
-    """A tensor's shape, or what was passed instead of a tensor (for error messages)."""
-    return str(tuple(t.shape)) if isinstance(t, torch.Tensor) else f"a {type(t).__name__}, not a tensor"
 
 
 def check_tensor(name: str, t, dtypes, shape, device=None) -> None:
@@ -73,8 +68,7 @@ def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
         return
     if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) not in ((experts,), (experts, n)):
         raise ValueError(
-            f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got "
-            + (f"{alpha.dtype} {tuple(alpha.shape)}" if isinstance(alpha, torch.Tensor) else described(alpha))
+            f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got " + described(alpha, with_dtype=True)
         )
     if alpha.device != device or not alpha.is_contiguous():
         raise ValueError(
@@ -118,11 +112,15 @@ def offsets_problem(a, sfa, b, sfb, expert_offsets, sf_offsets, out=None, alpha=
     return experts, total, sfa.shape[0] * 128, n, k
 
 
+def _integer_vector(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.dim() == 1 and not t.is_floating_point() and not t.is_complex()
+
+
 def offset_layout(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(expert_offsets [E + 1], sf_offsets [E]) int32 for experts of counts[e] rows placed one after
     another: A and out rows offsets[e] .. offsets[e + 1], scale rows from sf_offsets[e], each
     expert's scale rows padded to 128. Computed where counts are, without a host sync."""
-    if not isinstance(counts, torch.Tensor) or counts.dim() != 1 or counts.is_floating_point() or counts.is_complex():
+    if not _integer_vector(counts):
         raise ValueError(f"nvfp4.offset_layout: counts must be an integer tensor [E], got {described(counts)}")
     counts = counts.to(torch.int32).clamp(min=0)
     zero = counts.new_zeros(1)
@@ -166,7 +164,7 @@ def offset_scales(plain: torch.Tensor, expert_offsets: torch.Tensor, sf_offsets:
     if plain.dim() != 2 or plain.shape[1] % 4:
         raise ValueError(f"nvfp4.offset_scales: plain must be [total_m, K/16] with K a multiple of 64, got {tuple(plain.shape)}")
     for name, offsets in (("expert_offsets", expert_offsets), ("sf_offsets", sf_offsets)):
-        if not isinstance(offsets, torch.Tensor) or offsets.dim() != 1 or offsets.is_floating_point() or offsets.is_complex():
+        if not _integer_vector(offsets):
             raise ValueError(f"nvfp4.offset_scales: {name} must be an integer tensor (offset_layout), got {described(offsets)}")
     if expert_offsets.shape[0] != sf_offsets.shape[0] + 1:
         raise ValueError(

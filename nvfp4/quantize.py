@@ -20,6 +20,7 @@ import torch
 from .boundary import QuantizeDesc
 from .kernel_path import KernelPath
 from .launch_queue import current_queue
+from .layout import described
 
 E2M1_TIES = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))  # (threshold, inclusive)
 
@@ -33,8 +34,7 @@ def check_scale_bytes(what: str, t, shape_text: str, dims_at_least: int) -> None
     """ValueError naming `what` unless t is a tensor of one-byte scales (E4M3, or any dtype of one
     byte: the layouts only move bytes) with at least dims_at_least dimensions."""
     if not isinstance(t, torch.Tensor) or t.dim() < dims_at_least or t.element_size() != 1:
-        got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else f"a {type(t).__name__}, not a tensor"
-        raise ValueError(f"nvfp4.{what}: scales must be one byte each (E4M3) {shape_text}, got {got}")
+        raise ValueError(f"nvfp4.{what}: scales must be one byte each (E4M3) {shape_text}, got {described(t, with_dtype=True)}")
 
 
 def blocked_from_plain(plain: torch.Tensor) -> torch.Tensor:

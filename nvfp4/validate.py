@@ -2,7 +2,7 @@
 
 import torch
 
-from .layout import TENSOR_ROLES, group_shapes
+from .layout import TENSOR_ROLES, described, group_shapes
 
 
 def _fail(group: int, what: str):
@@ -48,8 +48,7 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
     if alpha is not None:
         if not isinstance(alpha, torch.Tensor) or alpha.dtype != torch.float32 or tuple(alpha.shape) != (groups,):
             raise ValueError(
-                f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got "
-                + (f"{alpha.dtype} {tuple(alpha.shape)}" if isinstance(alpha, torch.Tensor) else f"a {type(alpha).__name__}, not a tensor")
+                f"nvfp4 grouped gemm: alpha must be a float32 tensor [groups] = [{groups}], got " + described(alpha, with_dtype=True)
             )
         if alpha.get_device() != device or not alpha.is_contiguous():
             raise ValueError(

@@ -13,6 +13,7 @@ profile, each verdict is printed, and a file either profile would filter fails.
 Exit 0 when the file passes, 1 with one line per problem otherwise. See docs/PROBLEM.md.
 """
 
+import argparse
 import ast
 import importlib.util
 import json
@@ -115,8 +116,6 @@ def check(path: Path) -> int:
 
 
 def main() -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", default=["submission.py"], metavar="PATH", help="the files to check (default: submission.py)")
     paths = [Path(p) for p in parser.parse_args().paths]

@@ -5,6 +5,7 @@ that nvfp4.boundary.bind() compares with the table when it loads a library.
     python3 -m tools.gen_boundary          (make bundle runs it; tools/bundle.py --check checks it)
 """
 
+import argparse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +49,6 @@ def generated(descriptors: dict | None = None) -> str:
 
 
 if __name__ == "__main__":
-    import argparse
-
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     OUT.write_text(generated())
     print(f"wrote {OUT.relative_to(ROOT)}")

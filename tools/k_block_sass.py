@@ -10,6 +10,7 @@ library's build with cuobjdump (the machine's, or the registry's wheel: tools/cu
 so it needs nvcc and no GPU; the tests hold it to a budget.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -72,8 +73,6 @@ def k_blocks(library: Path) -> dict[tuple[int, int], int]:
 
 
 def main() -> int:
-    import argparse
-
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print("building the sm_90a library with nvcc (a minute or so unless cached) ...", file=sys.stderr, flush=True)
     library, _ = build(90)

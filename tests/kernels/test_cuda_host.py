@@ -437,6 +437,22 @@ def test_the_quantize_walk_visits_every_item_once_in_order(lib, batch, rows, k, 
         assert [tuple(out[3 * i : 3 * i + 3]) for i in range(count)] == expected
 
 
+def quantized_on_host(lib, blocks: torch.Tensor, dtype: torch.dtype, global_scales: np.ndarray | None = None):
+    """(codes [blocks, 8], scale bytes [blocks]) of 16-element fp16/bf16 blocks by the CUDA kernel's
+    per-block arithmetic run on the host (one float32 global scale a block, or none)."""
+    codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
+    bits = blocks.view(torch.int16).numpy().astype(np.uint16)
+    lib.nvfp4_quantize_blocks_on_host(
+        bits.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int64(len(blocks)),
+        int(dtype == torch.bfloat16),
+        None if global_scales is None else global_scales.ctypes.data_as(ctypes.c_void_p),
+        codes.ctypes.data_as(ctypes.c_void_p),
+        scales.ctypes.data_as(ctypes.c_void_p),
+    )
+    return codes, scales
+
+
 def e2m1_ties_blocks(dtype: torch.dtype) -> torch.Tensor:
     """Blocks of 16 whose first element (6 s) makes the scale s, for every positive E4M3 s, and whose
     others are each rounding threshold t * s, one step above and below it, either sign."""
@@ -468,16 +484,7 @@ def test_the_quantize_arithmetic_matches_the_portable_recipe(lib, dtype):
     x = blocks.reshape(-1, 64)
     q, sf = new_quantize_outputs(x)
     quantize_portable(x, None, q, sf)
-    codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
-    bits = blocks.view(torch.int16).numpy().astype(np.uint16)
-    lib.nvfp4_quantize_blocks_on_host(
-        bits.ctypes.data_as(ctypes.c_void_p),
-        ctypes.c_int64(len(blocks)),
-        int(dtype == torch.bfloat16),
-        None,
-        codes.ctypes.data_as(ctypes.c_void_p),
-        scales.ctypes.data_as(ctypes.c_void_p),
-    )
+    codes, scales = quantized_on_host(lib, blocks, dtype)
     np.testing.assert_array_equal(codes.reshape(x.shape[0], 32), q.view(torch.uint8).numpy())
     np.testing.assert_array_equal(scales.reshape(x.shape[0], 4), nvfp4.plain_from_blocked(sf.view(torch.uint8), x.shape[0]).numpy())
 
@@ -492,16 +499,7 @@ def test_the_two_level_quantize_arithmetic_matches_the_independent_recipe(lib, d
     x, scale = awkward_activations(400, 128, dtype, seed=21)
     blocks = x.reshape(-1, 16)
     per_block = np.repeat(scale, 128 // 16).astype(np.float32)
-    codes, scales = np.zeros((len(blocks), 8), np.uint8), np.zeros(len(blocks), np.uint8)
-    bits = blocks.view(torch.int16).numpy().astype(np.uint16)
-    lib.nvfp4_quantize_blocks_on_host(
-        bits.ctypes.data_as(ctypes.c_void_p),
-        ctypes.c_int64(len(blocks)),
-        int(dtype == torch.bfloat16),
-        per_block.ctypes.data_as(ctypes.c_void_p),
-        codes.ctypes.data_as(ctypes.c_void_p),
-        scales.ctypes.data_as(ctypes.c_void_p),
-    )
+    codes, scales = quantized_on_host(lib, blocks, dtype, per_block)
     expected_codes, expected_scales = quantize_two_level(x, scale)
     np.testing.assert_array_equal(codes.reshape(400, 64), expected_codes)
     np.testing.assert_array_equal(scales.reshape(400, 8), expected_scales)
