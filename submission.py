@@ -55,6 +55,11 @@ def described(t, with_dtype: bool = False) -> str:
     return f"{t.dtype} {tuple(t.shape)}" if with_dtype else str(tuple(t.shape))
 
 
+def described_placement(t: torch.Tensor) -> str:
+    """A tensor's device, and that it is not contiguous where so: for error messages."""
+    return f"{t.device}" + ("" if t.is_contiguous() else ", not contiguous")
+
+
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
     """The shapes of a group's a, b, c, sfa and sfb."""
     l_dim = (1,) if operand_rank == 3 else ()
@@ -162,8 +167,7 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
             )
         if alpha.get_device() != device or not alpha.is_contiguous():
             raise ValueError(
-                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
-                f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}"
+                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got " + described_placement(alpha)
             )
 
 

@@ -68,8 +68,7 @@ class Experts:
         for name, t in (("w13_weight_scale_2", w13_weight_scale_2), ("w13_input_scale", w13_input_scale)):
             if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) not in ((experts,), (experts, 2)):
                 raise ValueError(
-                    f"nvfp4.Experts: {name} must be float32 [E] or [E, 2] (gate, up), E = {experts}; got "
-                    f"{getattr(t, 'dtype', type(t))} {tuple(getattr(t, 'shape', ()))}"
+                    f"nvfp4.Experts: {name} must be float32 [E] or [E, 2] (gate, up), E = {experts}; got " + described(t, with_dtype=True)
                 )
         _check("w2_weight_scale_2", w2_weight_scale_2, (torch.float32,), (experts,))
         _check("w2_input_scale", w2_input_scale, (torch.float32,), (experts,))

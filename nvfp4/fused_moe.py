@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .experts import Experts
+from .layout import described
 from .moe import expert_of_rows, kernel_for, offset_scales, sf_rows_capacity
 from .ops import grouped_gemm_offsets
 from .quantize import blocked_scale_shape, launch_quantize, plain_from_blocked, quantize_portable
@@ -28,10 +29,7 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
     if not isinstance(experts, Experts):
         raise ValueError(f"nvfp4.fused_moe: experts must be an nvfp4.Experts (nvfp4.load_experts makes one), got {type(experts).__name__}")
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype not in (torch.float16, torch.bfloat16) or x.shape[1] != experts.hidden:
-        raise ValueError(
-            f"nvfp4.fused_moe: x must be fp16 or bf16 [T, H] with H = {experts.hidden}, got "
-            f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}"
-        )
+        raise ValueError(f"nvfp4.fused_moe: x must be fp16 or bf16 [T, H] with H = {experts.hidden}, got " + described(x, with_dtype=True))
     tokens = x.shape[0]
     if (
         not isinstance(topk_ids, torch.Tensor)
@@ -40,8 +38,7 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
         or topk_ids.dtype not in (torch.int32, torch.int64)
     ):
         raise ValueError(
-            f"nvfp4.fused_moe: topk_ids must be int32 or int64 [T, top_k] with T = {tokens}, got "
-            f"{getattr(topk_ids, 'dtype', type(topk_ids).__name__)} {tuple(getattr(topk_ids, 'shape', ()))}"
+            f"nvfp4.fused_moe: topk_ids must be int32 or int64 [T, top_k] with T = {tokens}, got " + described(topk_ids, with_dtype=True)
         )
     if (
         not isinstance(topk_weights, torch.Tensor)
@@ -50,7 +47,7 @@ def check_fused_moe_input(x, topk_weights, topk_ids, experts, activation) -> Non
     ):
         raise ValueError(
             f"nvfp4.fused_moe: topk_weights must be floating point of topk_ids' shape {tuple(topk_ids.shape)}, got "
-            f"{getattr(topk_weights, 'dtype', type(topk_weights).__name__)} {tuple(getattr(topk_weights, 'shape', ()))}"
+            + described(topk_weights, with_dtype=True)
         )
     if not topk_ids.shape[1]:
         raise ValueError("nvfp4.fused_moe: top_k must be at least 1")

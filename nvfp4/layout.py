@@ -25,6 +25,11 @@ def described(t, with_dtype: bool = False) -> str:
     return f"{t.dtype} {tuple(t.shape)}" if with_dtype else str(tuple(t.shape))
 
 
+def described_placement(t: torch.Tensor) -> str:
+    """A tensor's device, and that it is not contiguous where so: for error messages."""
+    return f"{t.device}" + ("" if t.is_contiguous() else ", not contiguous")
+
+
 def group_shapes(m: int, n: int, k: int, operand_rank: int) -> tuple:
     """The shapes of a group's a, b, c, sfa and sfb."""
     l_dim = (1,) if operand_rank == 3 else ()

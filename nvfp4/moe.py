@@ -20,7 +20,7 @@ from .boundary import ExpertDesc
 from .dispatch import path_of
 from .kernel_path import KernelPath, check_on_current_device
 from .launch_queue import current_queue
-from .layout import OUT_DTYPES, described
+from .layout import OUT_DTYPES, described, described_placement
 from .portable import dequantize
 from .quantize import blocked_from_plain, blocked_scale_shape, check_scale_bytes, plain_from_blocked
 
@@ -71,10 +71,7 @@ def _check_alpha(what: str, alpha, experts: int, n: int, device) -> None:
             f"nvfp4.{what}: alpha must be float32 [E] = [{experts}] or [E, N] = [{experts}, {n}], got " + described(alpha, with_dtype=True)
         )
     if alpha.device != device or not alpha.is_contiguous():
-        raise ValueError(
-            f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {alpha.device}"
-            + ("" if alpha.is_contiguous() else ", not contiguous")
-        )
+        raise ValueError(f"nvfp4.{what}: alpha must be contiguous and on {device} with a, got {described_placement(alpha)}")
 
 
 def masked_problem(a, sfa, b, sfb, masked_m, out=None, alpha=None) -> tuple[int, int, int, int]:

@@ -20,7 +20,7 @@ import torch
 from .boundary import QuantizeDesc
 from .kernel_path import KernelPath
 from .launch_queue import current_queue
-from .layout import described
+from .layout import described, described_placement
 
 E2M1_TIES = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))  # (threshold, inclusive)
 
@@ -138,17 +138,14 @@ def global_scale_rows(global_scale: torch.Tensor, x: torch.Tensor) -> torch.Tens
 
 def check_quantize_input(x, masked_m, global_scale=None) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16) or x.dim() < 2:
-        raise ValueError(
-            f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {getattr(x, 'dtype', type(x))} "
-            f"{tuple(getattr(x, 'shape', ()))}"
-        )
+        raise ValueError(f"nvfp4.quantize: x must be an fp16 or bf16 tensor [..., M, K], got {described(x, with_dtype=True)}")
     if x.shape[-1] % 64 or not x.shape[-1]:
         raise ValueError(f"nvfp4.quantize: K={x.shape[-1]} must be a positive multiple of 64")
     if masked_m is not None:
         if x.dim() != 3 or not isinstance(masked_m, torch.Tensor) or masked_m.dtype != torch.int32 or masked_m.shape != (x.shape[0],):
             raise ValueError(
                 f"nvfp4.quantize: with masked_m, x must be [E, max_m, K] and masked_m int32 [E]; got x "
-                f"{tuple(x.shape)}, masked_m {getattr(masked_m, 'dtype', type(masked_m))} {tuple(getattr(masked_m, 'shape', ()))}"
+                f"{tuple(x.shape)}, masked_m {described(masked_m, with_dtype=True)}"
             )
         if masked_m.device != x.device:
             raise ValueError(f"nvfp4.quantize: masked_m is on {masked_m.device}, x on {x.device}")
@@ -158,13 +155,11 @@ def check_quantize_input(x, masked_m, global_scale=None) -> None:
         if not isinstance(global_scale, torch.Tensor) or global_scale.dtype != torch.float32 or tuple(global_scale.shape) not in shapes:
             raise ValueError(
                 f"nvfp4.quantize: global_scale must be float32: one value ([] or [1]), one per batch entry of a 3-D x "
-                f"([E]) or one per row ({list(lead)}); got {getattr(global_scale, 'dtype', type(global_scale).__name__)} "
-                f"{tuple(getattr(global_scale, 'shape', ()))} for x {tuple(x.shape)}"
+                f"([E]) or one per row ({list(lead)}); got {described(global_scale, with_dtype=True)} for x {tuple(x.shape)}"
             )
         if global_scale.device != x.device or not global_scale.is_contiguous():
             raise ValueError(
-                f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {global_scale.device}"
-                + ("" if global_scale.is_contiguous() else ", not contiguous")
+                f"nvfp4.quantize: global_scale must be contiguous and on {x.device} with x, got {described_placement(global_scale)}"
             )
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from .layout import TENSOR_ROLES, described, group_shapes
+from .layout import TENSOR_ROLES, described, described_placement, group_shapes
 
 
 def _fail(group: int, what: str):
@@ -52,6 +52,5 @@ def validate(tensors: list, sizes, operand_rank: int, alpha=None) -> None:
             )
         if alpha.get_device() != device or not alpha.is_contiguous():
             raise ValueError(
-                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got "
-                f"{alpha.device}{'' if alpha.is_contiguous() else ', not contiguous'}"
+                f"nvfp4 grouped gemm: alpha must be contiguous and on {first.device} with the operands, got " + described_placement(alpha)
             )
